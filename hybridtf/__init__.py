@@ -1,0 +1,36 @@
+"""hybridtf: TensorFlow 2's programming model in pure Python on Numba.
+
+``import hybridtf as tf`` and write TF 2 code: eager ops run on Numba kernels, and
+``tf.GradientTape`` differentiates them.
+"""
+from hybridtf.api import operators as _operators  # noqa: F401  (attaches Tensor operators)
+from hybridtf import autodiff, dtypes, errors, linalg, math, nn, random  # noqa: F401
+from hybridtf.api.array_ops import (  # noqa: F401
+    broadcast_to, concat, expand_dims, eye, fill, gather, identity, newaxis, one_hot, ones,
+    ones_like, pad, range, rank, reshape, shape, size, slice, split, squeeze, stack,
+    stop_gradient, tile, transpose, unstack, zeros, zeros_like)
+from hybridtf.api.logging_ops import print_ as print  # noqa: F401, A001
+from hybridtf.api.math_ops import (  # noqa: F401
+    abs, add, add_n, argmax, argmin, cast, clip_by_value, cos, cumsum, divide, equal, exp,
+    floordiv, greater, greater_equal, less, less_equal, logical_and, logical_not, logical_or,
+    matmul, maximum, minimum, multiply, negative, not_equal, pow, reduce_all, reduce_any,
+    reduce_logsumexp, reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_std, reduce_sum,
+    reduce_variance, round, saturate_cast, sigmoid, sign, sin, sqrt, square, subtract, tanh,
+    tensordot, truediv, where)
+from hybridtf.eager.backprop import GradientTape, UnconnectedGradients, custom_gradient  # noqa: F401
+from hybridtf.framework.constant_op import constant, convert_to_tensor  # noqa: F401
+from hybridtf.framework.dtypes import (  # noqa: F401
+    DType, as_dtype, bool, complex64, complex128, double, float16, float32, float64, half, int8,
+    int16, int32, int64, string, uint8, uint16, uint32, uint64)
+from hybridtf.framework.tensor import Tensor, is_tensor  # noqa: F401
+from hybridtf.framework.tensor_shape import TensorShape  # noqa: F401
+from hybridtf.framework.tensor_spec import TensorSpec  # noqa: F401
+from hybridtf.framework.variables import (  # noqa: F401
+    Variable, VariableAggregation, VariableSynchronization)
+
+__version__ = "0.1.0"
+
+
+def executing_eagerly():
+    """True: ops run immediately (inside a traced function this will be False)."""
+    return True

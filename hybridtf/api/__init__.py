@@ -1,0 +1,1 @@
+"""Public op functions with TF's names; each calls its registry entry."""

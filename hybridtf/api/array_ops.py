@@ -1,0 +1,372 @@
+"""Array creation and manipulation: zeros, reshape, concat, gather, slicing, ..."""
+import builtins
+
+import numpy as np
+
+from hybridtf.eager.execute import as_tensor, execute, execute1
+from hybridtf.framework import dtypes
+from hybridtf.framework.constant_op import to_numpy
+from hybridtf.framework.tensor import Tensor
+from hybridtf.registry import array as AR
+from hybridtf.registry import checks
+
+newaxis = None
+
+
+def _shape_list(shape, op_name="shape"):
+    if isinstance(shape, Tensor) or getattr(shape, "_is_variable", False):
+        shape = np.asarray(shape).reshape(-1).tolist()
+    elif hasattr(shape, "as_list"):
+        shape = shape.as_list()
+    elif np.ndim(shape) == 0:
+        shape = [shape]
+    out = [int(d) for d in shape]
+    return out
+
+
+def _creation_dims(shape, op_name):
+    dims = _shape_list(shape, op_name)
+    if any(d < 0 for d in dims):
+        checks.fail(op_name, f"shape must have non-negative dimensions, got {dims}.")
+    return dims
+
+
+# ---- creation -----------------------------------------------------------------------------------
+def zeros(shape, dtype=dtypes.float32, name=None):
+    return Tensor(np.zeros(_creation_dims(shape, "zeros"), dtypes.as_dtype(dtype).as_numpy_dtype))
+
+
+def ones(shape, dtype=dtypes.float32, name=None):
+    return Tensor(np.ones(_creation_dims(shape, "ones"), dtypes.as_dtype(dtype).as_numpy_dtype))
+
+
+def zeros_like(input, dtype=None, name=None):  # noqa: A002
+    value = np.asarray(as_tensor(input)._value)
+    target = value.dtype if dtype is None else dtypes.as_dtype(dtype).as_numpy_dtype
+    return Tensor(np.zeros(value.shape, target))
+
+
+def ones_like(input, dtype=None, name=None):  # noqa: A002
+    value = np.asarray(as_tensor(input)._value)
+    target = value.dtype if dtype is None else dtypes.as_dtype(dtype).as_numpy_dtype
+    return Tensor(np.ones(value.shape, target))
+
+
+def fill(dims, value, name=None):
+    """A tensor of shape ``dims`` filled with ``value`` (whose dtype it takes)."""
+    scalar = to_numpy(value) if not isinstance(value, Tensor) else np.asarray(value)
+    if np.ndim(scalar) != 0:
+        checks.fail("fill", f"value must be a scalar, got shape {np.shape(scalar)}.")
+    return Tensor(np.full(_creation_dims(dims, "fill"), scalar, dtype=scalar.dtype))
+
+
+def eye(num_rows, num_columns=None, batch_shape=None, dtype=dtypes.float32, name=None):
+    cols = num_rows if num_columns is None else int(num_columns)
+    if int(num_rows) < 0 or cols < 0:
+        checks.fail("eye", f"num_rows and num_columns must be >= 0, got {num_rows}, {cols}.")
+    matrix = np.eye(int(num_rows), cols, dtype=dtypes.as_dtype(dtype).as_numpy_dtype)
+    if batch_shape is not None:
+        matrix = np.broadcast_to(matrix, tuple(_shape_list(batch_shape)) + matrix.shape).copy()
+    return Tensor(matrix)
+
+
+def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001 - TF's name
+    """Numbers from ``start`` up to (not including) ``limit`` in steps of ``delta``."""
+    if limit is None:
+        start, limit = 0, start
+    values = [np.asarray(v) if isinstance(v, Tensor) or getattr(v, "_is_variable", False) else v
+              for v in (start, limit, delta)]
+    if float(values[2]) == 0:
+        checks.fail("range", "delta must not be zero.")
+    if dtype is None:
+        floaty = [np.asarray(v).dtype for v in values
+                  if isinstance(v, np.ndarray) or isinstance(v, np.generic)]
+        if floaty:
+            target = np.result_type(*floaty)
+        else:
+            target = np.float32 if any(isinstance(v, float) for v in values) else np.int32
+    else:
+        target = dtypes.as_dtype(dtype).as_numpy_dtype
+    scalars = [np.asarray(v).item() for v in values]
+    return Tensor(np.arange(*scalars).astype(target))
+
+
+# ---- shape ----------------------------------------------------------------------------------------
+def shape(input, out_type=dtypes.int32, name=None):  # noqa: A002
+    """The shape of a tensor, as a 1-D integer tensor."""
+    return Tensor(np.asarray(np.shape(as_tensor(input)._value),
+                             dtype=dtypes.as_dtype(out_type).as_numpy_dtype))
+
+
+def size(input, out_type=dtypes.int32, name=None):  # noqa: A002
+    return Tensor(np.asarray(np.size(as_tensor(input)._value),
+                             dtype=dtypes.as_dtype(out_type).as_numpy_dtype))
+
+
+def rank(input, name=None):  # noqa: A002
+    return Tensor(np.int32(np.ndim(as_tensor(input)._value)))
+
+
+def reshape(tensor, shape, name=None):
+    """The same elements in a new shape; one dimension may be -1."""
+    x = as_tensor(tensor)
+    dims = _shape_list(shape, "reshape")
+    if tuple(dims) == x._value.shape:
+        return x if not _recording() else execute1(AR.RESHAPE, [x], {"shape": dims})
+    return execute1(AR.RESHAPE, [x], {"shape": dims})
+
+
+def _recording():
+    from hybridtf.eager import tape
+    return bool(tape.ACTIVE)
+
+
+def transpose(a, perm=None, conjugate=False, name="transpose"):
+    x = as_tensor(a)
+    return execute1(AR.TRANSPOSE, [x], {"perm": None if perm is None else _shape_list(perm)})
+
+
+def squeeze(input, axis=None, name=None):  # noqa: A002
+    """Removes dimensions of size 1 (all of them, or those in ``axis``)."""
+    x = as_tensor(input)
+    shape_ = x._value.shape
+    if axis is None:
+        dims = [d for d in shape_ if d != 1]
+    else:
+        axes = {checks.axis("squeeze", a, len(shape_)) for a in _shape_list(axis)}
+        for a in axes:
+            if shape_[a] != 1:
+                checks.fail("squeeze", f"Can not squeeze dim[{a}], expected a dimension of 1, "
+                            f"got {shape_[a]} (shape {list(shape_)}).")
+        dims = [d for i, d in enumerate(shape_) if i not in axes]
+    return reshape(x, dims)
+
+
+def expand_dims(input, axis, name=None):  # noqa: A002
+    """Inserts a dimension of size 1 at ``axis``."""
+    x = as_tensor(input)
+    dims = list(x._value.shape)
+    position = checks.axis("expand_dims", axis, len(dims) + 1)
+    dims.insert(position, 1)
+    return reshape(x, dims)
+
+
+def broadcast_to(input, shape, name=None):  # noqa: A002
+    x = as_tensor(input)
+    dims = tuple(_shape_list(shape))
+    if dims == tuple(x._value.shape):
+        return x
+    return execute1(AR.BROADCAST_TO, [x], {"shape": dims})
+
+
+def identity(input, name=None):  # noqa: A002
+    return execute1(AR.IDENTITY, [as_tensor(input)], None)
+
+
+def stop_gradient(input, name=None):  # noqa: A002
+    """The same value, through which no gradient flows."""
+    return Tensor(as_tensor(input)._value)
+
+
+# ---- joins and splits -----------------------------------------------------------------------------
+def concat(values, axis, name="concat"):
+    tensors = [as_tensor(v) for v in values]
+    if len(tensors) == 1:
+        return identity(tensors[0])
+    return execute1(AR.CONCAT, tensors, {"axis": int(axis)})
+
+
+def stack(values, axis=0, name="stack"):
+    """Joins tensors of equal shape along a new dimension ``axis``."""
+    tensors = [as_tensor(v) for v in values]
+    if not tensors:
+        checks.fail("stack", "values must be a non-empty list of tensors.")
+    first = tensors[0]._value.shape
+    for i, t in enumerate(tensors):
+        if t._value.shape != first:
+            checks.fail("stack", f"Shapes of all inputs must match: values[0].shape = "
+                        f"{list(first)} != values[{i}].shape = {list(t._value.shape)}.")
+    position = checks.axis("stack", axis, len(first) + 1)
+    return concat([expand_dims(t, position) for t in tensors], axis=position)
+
+
+def unstack(value, num=None, axis=0, name="unstack"):
+    """Splits a tensor into a list of tensors along ``axis``, removing it."""
+    x = as_tensor(value)
+    position = checks.axis("unstack", axis, max(x.ndim, 1) if x.ndim else 0) if x.ndim else None
+    if position is None:
+        checks.fail("unstack", "cannot unstack a scalar.")
+    n = x._value.shape[position]
+    if num is not None and num != n:
+        checks.fail("unstack", f"num={num} does not match dimension {position} of size {n}.")
+    if n == 0:
+        return []
+    parts = split(x, n, axis=position)
+    return [squeeze(p, axis=position) for p in parts]
+
+
+def split(value, num_or_size_splits, axis=0, num=None, name="split"):
+    """Splits into equal parts (an int) or parts of the given sizes (a list; one may be -1)."""
+    x = as_tensor(value)
+    if isinstance(num_or_size_splits, Tensor):
+        num_or_size_splits = np.asarray(num_or_size_splits).tolist()
+    return list(execute(AR.SPLIT, [x], {"axis": int(axis), "sizes": num_or_size_splits}))
+
+
+def tile(input, multiples, name=None):  # noqa: A002
+    return execute1(AR.TILE, [as_tensor(input)], {"multiples": _shape_list(multiples)})
+
+
+def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
+    """Pads with ``constant_values`` (mode CONSTANT) or mirrored values (REFLECT, SYMMETRIC)."""
+    x = as_tensor(tensor)
+    mode = mode.upper()
+    pads = np.asarray(np.asarray(paddings) if not isinstance(paddings, Tensor)
+                      else np.asarray(paddings), dtype=np.int64)
+    if mode == "CONSTANT":
+        return execute1(AR.PAD, [x], {"paddings": pads.tolist(), "mode": mode,
+                                      "constant_values": constant_values})
+    if mode not in ("REFLECT", "SYMMETRIC"):
+        checks.fail("pad", f"mode must be CONSTANT, REFLECT or SYMMETRIC, got {mode!r}.")
+    if pads.shape != (x.ndim, 2) or (pads < 0).any():
+        checks.fail("pad", f"paddings must be non-negative with shape [{x.ndim}, 2], got "
+                    f"{pads.tolist()}.")
+    # Mirrored padding is a gather of source positions along each axis (so it is differentiable).
+    out = x
+    for axis_, (before, after) in enumerate(pads.tolist()):
+        size_ = x._value.shape[axis_]
+        limit = size_ - 1 if mode == "REFLECT" else size_
+        if before > limit or after > limit:
+            checks.fail("pad", f"paddings {before, after} too large for dimension {axis_} of size "
+                        f"{size_} in mode {mode}.")
+        if before or after:
+            index = np.pad(np.arange(size_), (before, after), mode=mode.lower())
+            out = gather(out, Tensor(index.astype(np.int64)), axis=axis_)
+    return out
+
+
+# ---- gather and friends ---------------------------------------------------------------------------
+def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name=None):
+    """Slices of ``params`` along ``axis`` at ``indices``; indices out of range are an error."""
+    p = as_tensor(params)
+    i = as_tensor(indices)
+    axis = 0 if axis is None else int(axis)
+    if batch_dims:
+        return _batched_gather(p, i, axis, int(batch_dims))
+    return execute1(AR.GATHER, [p, i], {"axis": axis})
+
+
+def _batched_gather(params, indices, axis, batch_dims):
+    # Fold the batch dimensions into the gathered axis by offsetting indices per batch entry.
+    if batch_dims < 0:
+        batch_dims += indices.ndim
+    if axis < 0:
+        axis += params.ndim
+    if axis != batch_dims:
+        checks.fail("gather", f"with batch_dims={batch_dims} only axis={batch_dims} is "
+                    f"supported, got axis={axis}; transpose the gathered axis there first.")
+    pshape = list(params._value.shape)
+    ishape = list(indices._value.shape)
+    if pshape[:batch_dims] != ishape[:batch_dims]:
+        checks.fail("gather", f"batch dimensions of params {pshape} and indices {ishape} differ.")
+    from hybridtf.api import math_ops
+    batch = int(np.prod(pshape[:batch_dims]))
+    n = pshape[axis]
+    AR.check_indices("gather", np.asarray(indices._value), n)
+    offsets = np.arange(batch, dtype=indices._value.dtype).reshape(
+        pshape[:batch_dims] + [1] * (len(ishape) - batch_dims)) * n
+    flat_params = reshape(params, [batch * n] + pshape[axis + 1:])
+    flat = execute1(AR.GATHER, [flat_params, math_ops.add(indices, Tensor(offsets))], {"axis": 0})
+    return reshape(flat, ishape + pshape[axis + 1:])
+
+
+def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
+    """One-hot vectors of length ``depth`` (indices outside [0, depth) give all off_value)."""
+    i = as_tensor(indices)
+    if dtype is None:
+        for value in (on_value, off_value):
+            if isinstance(value, Tensor):
+                dtype = value.dtype
+                break
+        else:
+            dtype = dtypes.float32
+    target = dtypes.as_dtype(dtype).as_numpy_dtype
+    on = 1 if on_value is None else np.asarray(on_value).item()
+    off = 0 if off_value is None else np.asarray(off_value).item()
+    return execute1(AR.ONE_HOT, [i], {"depth": int(depth), "on_value": on, "off_value": off,
+                                      "axis": -1 if axis is None else int(axis), "dtype": target})
+
+
+# ---- slicing --------------------------------------------------------------------------------------
+def _index_item(item):
+    if item is None or item is Ellipsis:
+        return item
+    if isinstance(item, builtins.slice):
+        return builtins.slice(*(None if v is None else _int_index(v) for v in
+                       (item.start, item.stop, item.step)))
+    return _int_index(item)
+
+
+def _int_index(value):
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError("Only integers, slices (`:`), ellipsis (`...`), tf.newaxis (`None`) and "
+                        f"scalar int32/int64 tensors are valid indices, got {value!r}.")
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, Tensor) or getattr(value, "_is_variable", False):
+        array = np.asarray(value)
+        if array.ndim == 0 and array.dtype.kind in "iu":
+            return int(array)
+    raise TypeError("Only integers, slices (`:`), ellipsis (`...`), tf.newaxis (`None`) and "
+                    f"scalar int32/int64 tensors are valid indices, got {value!r}.")
+
+
+def normalize_index(key, rank):
+    """A tuple of ints, slices and None with any Ellipsis expanded, checked against ``rank``."""
+    items = key if isinstance(key, tuple) else (key,)
+    items = tuple(_index_item(i) for i in items)
+    if sum(i is Ellipsis for i in items) > 1:
+        raise IndexError("An index can only have a single ellipsis ('...').")
+    consumed = sum(1 for i in items if i is not None and i is not Ellipsis)
+    if consumed > rank:
+        checks.fail("strided_slice", f"too many indices ({consumed}) for a tensor of rank {rank}.")
+    if Ellipsis in items:
+        at = items.index(Ellipsis)
+        items = items[:at] + (builtins.slice(None),) * (rank - consumed) + items[at + 1:]
+    for i in items:
+        if isinstance(i, builtins.slice) and i.step == 0:
+            checks.fail("strided_slice", "slice step cannot be zero.")
+    return items
+
+
+def strided_slice(tensor, spec):
+    return execute1(AR.STRIDED_SLICE, [as_tensor(tensor)], {"spec": spec})
+
+
+def strided_slice_grad(grad, shape, spec):
+    return execute1(AR.STRIDED_SLICE_GRAD, [as_tensor(grad)],
+                    {"shape": tuple(_shape_list(shape)), "spec": spec})
+
+
+def getitem(tensor, key):
+    """``tensor[key]`` with ints, slices, ``...``, ``tf.newaxis`` and scalar int tensors."""
+    x = as_tensor(tensor)
+    return strided_slice(x, normalize_index(key, x._value.ndim))
+
+
+def slice(input_, begin, size, name=None):  # noqa: A001 - TF's name
+    """The slice starting at ``begin`` with ``size`` (-1: to the end) in each dimension."""
+    x = as_tensor(input_)
+    begin = _shape_list(begin)
+    size_ = _shape_list(size)
+    if len(begin) != x.ndim or len(size_) != x.ndim:
+        checks.fail("slice", f"begin {begin} and size {size_} need one entry per dimension of "
+                    f"the input of shape {list(x._value.shape)}.")
+    spec = []
+    for b, s, d in zip(begin, size_, x._value.shape):
+        end = d if s == -1 else b + s
+        if b < 0 or end > d or end < b:
+            checks.fail("slice", f"begin {begin} / size {size_} out of bounds for shape "
+                        f"{list(x._value.shape)}.")
+        spec.append(builtins.slice(b, end))
+    return strided_slice(x, tuple(spec))

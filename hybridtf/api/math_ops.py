@@ -1,0 +1,392 @@
+"""``tf.math``: elementwise arithmetic, comparisons, reductions, casts and matmul."""
+import numpy as np
+
+from hybridtf.eager.execute import (as_tensor, binary_operands, execute, execute1,
+                                    execute_binary, execute_ternary, execute_unary)
+from hybridtf.framework import dtypes
+from hybridtf.framework.tensor import Tensor
+from hybridtf.registry import elementwise as E
+from hybridtf.registry import linalg as L
+from hybridtf.registry import reductions as R
+from hybridtf.registry import array as AR
+from hybridtf.registry.checks import fail
+
+
+# ---- binary arithmetic --------------------------------------------------------------------------
+def add(x, y, name=None):
+    """x + y elementwise, with broadcasting."""
+    return execute_binary(E.ADD, x, y)
+
+
+def subtract(x, y, name=None):
+    return execute_binary(E.SUBTRACT, x, y)
+
+
+def multiply(x, y, name=None):
+    return execute_binary(E.MULTIPLY, x, y)
+
+
+def _true_divide_operands(x, y):
+    xt, yt = binary_operands("truediv", x, y)
+    kind = xt._value.dtype.kind
+    if kind in "iu" and xt._value.dtype == yt._value.dtype:
+        # TF: int8/int16/uint8 divide in float32, int32/int64 in float64.
+        target = dtypes.float32 if xt._value.dtype.itemsize <= 2 else dtypes.float64
+        xt, yt = cast(xt, target), cast(yt, target)
+    return xt, yt
+
+
+def divide(x, y, name=None):
+    """x / y in floating point (integers are converted first, as TF's truediv)."""
+    return execute_binary(E.DIVIDE, *_true_divide_operands(x, y))
+
+
+truediv = divide
+
+
+def div_no_nan(x, y, name=None):
+    """x / y, with 0 wherever y is 0."""
+    from hybridtf.api.array_ops import ones_like, zeros_like
+    xt, yt = _true_divide_operands(x, y)
+    is_zero = equal(yt, 0)
+    quotient = divide(xt, where(is_zero, ones_like(yt), yt))
+    return where(is_zero, zeros_like(quotient), quotient)
+
+
+def floordiv(x, y, name=None):
+    """Floor of x / y (integers: rounding toward -inf)."""
+    xt, yt = binary_operands("floordiv", x, y)
+    if xt._value.dtype.kind == "f":
+        return floor(divide(xt, yt))
+    return execute_binary(E.FLOORDIV, xt, yt)
+
+
+def floormod(x, y, name=None):
+    """Remainder of floor division: result has the sign of y (tf.math.floormod / tf.math.mod)."""
+    return execute_binary(E.FLOORMOD, x, y)
+
+
+mod = floormod
+
+
+def pow(x, y, name=None):  # noqa: A001 - TF's name
+    """x ** y elementwise.  Integer tensors may not be raised to negative integer powers."""
+    xt, yt = binary_operands("pow", x, y)
+    if xt._value.dtype.kind in "iu" and np.any(np.asarray(yt._value) < 0):
+        fail("pow", "Integers to negative integer powers are not allowed.")
+    return execute_binary(E.POWER, xt, yt)
+
+
+def maximum(x, y, name=None):
+    return execute_binary(E.MAXIMUM, x, y)
+
+
+def minimum(x, y, name=None):
+    return execute_binary(E.MINIMUM, x, y)
+
+
+def squared_difference(x, y, name=None):
+    return execute_binary(E.SQUARED_DIFFERENCE, x, y)
+
+
+# ---- comparisons and logic ----------------------------------------------------------------------
+def equal(x, y, name=None):
+    return execute_binary(E.EQUAL, x, y)
+
+
+def not_equal(x, y, name=None):
+    return execute_binary(E.NOT_EQUAL, x, y)
+
+
+def less(x, y, name=None):
+    return execute_binary(E.LESS, x, y)
+
+
+def less_equal(x, y, name=None):
+    return execute_binary(E.LESS_EQUAL, x, y)
+
+
+def greater(x, y, name=None):
+    return execute_binary(E.GREATER, x, y)
+
+
+def greater_equal(x, y, name=None):
+    return execute_binary(E.GREATER_EQUAL, x, y)
+
+
+def logical_and(x, y, name=None):
+    return execute_binary(E.LOGICAL_AND, x, y)
+
+
+def logical_or(x, y, name=None):
+    return execute_binary(E.LOGICAL_OR, x, y)
+
+
+def logical_xor(x, y, name=None):
+    return execute_binary(E.LOGICAL_XOR, x, y)
+
+
+def logical_not(x, name=None):
+    return execute_unary(E.LOGICAL_NOT, x)
+
+
+def where(condition, x=None, y=None, name=None):
+    """Elementwise choice of x where condition is true and y elsewhere (broadcasting).
+
+    With only ``condition``: the int64 coordinates of its true elements, shape [n, rank].
+    """
+    if x is None and y is None:
+        c = as_tensor(condition)
+        return Tensor(np.argwhere(np.asarray(c._value)).astype(np.int64))
+    if x is None or y is None:
+        raise ValueError("where: x and y must both be given, or neither.")
+    return execute_ternary(E.SELECT, condition, x, y)
+
+
+# ---- unary --------------------------------------------------------------------------------------
+def negative(x, name=None):
+    return execute_unary(E.NEGATIVE, x)
+
+
+def abs(x, name=None):  # noqa: A001 - TF's name
+    return execute_unary(E.ABSOLUTE, x)
+
+
+def sign(x, name=None):
+    return execute_unary(E.SIGN, x)
+
+
+def square(x, name=None):
+    return execute_unary(E.SQUARE, x)
+
+
+def sqrt(x, name=None):
+    return execute_unary(E.SQRT, x)
+
+
+def rsqrt(x, name=None):
+    return execute_unary(E.RSQRT, x)
+
+
+def reciprocal(x, name=None):
+    return execute_unary(E.RECIPROCAL, x)
+
+
+def exp(x, name=None):
+    return execute_unary(E.EXP, x)
+
+
+def expm1(x, name=None):
+    return execute_unary(E.EXPM1, x)
+
+
+def log(x, name=None):
+    return execute_unary(E.LOG, x)
+
+
+def log1p(x, name=None):
+    return execute_unary(E.LOG1P, x)
+
+
+def tanh(x, name=None):
+    return execute_unary(E.TANH, x)
+
+
+def sigmoid(x, name=None):
+    return execute_unary(E.SIGMOID, x)
+
+
+def softplus(features, name=None):
+    return execute_unary(E.SOFTPLUS, features)
+
+
+def sin(x, name=None):
+    return execute_unary(E.SIN, x)
+
+
+def cos(x, name=None):
+    return execute_unary(E.COS, x)
+
+
+def floor(x, name=None):
+    return execute_unary(E.FLOOR, x)
+
+
+def ceil(x, name=None):
+    return execute_unary(E.CEIL, x)
+
+
+def round(x, name=None):  # noqa: A001 - TF's name
+    """Rounds half to even, as TF."""
+    xt = as_tensor(x)
+    if xt._value.dtype.kind in "iu":
+        return xt
+    return execute_unary(E.ROUND, xt)
+
+
+def relu(features, name=None):
+    return execute_unary(E.RELU, features)
+
+
+# ---- casting, clipping, sums --------------------------------------------------------------------
+def cast(x, dtype, name=None):
+    """Converts x to ``dtype`` (floats to ints truncate toward zero, as TF)."""
+    xt = as_tensor(x)
+    target = dtypes.as_dtype(dtype)
+    if xt.dtype is target:
+        return xt
+    return execute1(AR.CAST, [xt], {"dtype": target.as_numpy_dtype})
+
+
+def saturate_cast(value, dtype, name=None):
+    target = dtypes.as_dtype(dtype)
+    xt = as_tensor(value)
+    if target.is_integer and not xt.dtype.is_bool:
+        xt = clip_by_value(xt, max(target.min, xt.dtype.min) if xt.dtype.is_integer else target.min,
+                           min(target.max, xt.dtype.max) if xt.dtype.is_integer else target.max)
+    return cast(xt, target)
+
+
+def clip_by_value(t, clip_value_min, clip_value_max, name=None):
+    """Clips t to [clip_value_min, clip_value_max]; the gradient passes where t is inside."""
+    return minimum(maximum(t, clip_value_min), clip_value_max)
+
+
+def add_n(inputs, name=None):
+    """Sum of a list of tensors of equal shape and dtype."""
+    inputs = list(inputs)
+    if not inputs:
+        raise ValueError("add_n: inputs must be a non-empty list of tensors.")
+    total = as_tensor(inputs[0])
+    for item in inputs[1:]:
+        other = as_tensor(item)
+        if tuple(other.shape) != tuple(total.shape):
+            fail("add_n", f"all inputs must have the same shape, got {total.shape} and "
+                          f"{other.shape}.")
+        total = add(total, other)
+    return total
+
+
+# ---- reductions ---------------------------------------------------------------------------------
+def _reduce(op, input_tensor, axis, keepdims):
+    x = as_tensor(input_tensor)
+    return execute1(op, [x], {"axis": axis, "keepdims": bool(keepdims)})
+
+
+def reduce_sum(input_tensor, axis=None, keepdims=False, name=None):
+    """Sum over ``axis`` (None: all axes); ``keepdims`` keeps reduced axes with size 1."""
+    return _reduce(R.SUM, input_tensor, axis, keepdims)
+
+
+def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
+    """Mean over ``axis``; integer tensors give the truncated integer mean, as TF."""
+    return _reduce(R.MEAN, input_tensor, axis, keepdims)
+
+
+def reduce_max(input_tensor, axis=None, keepdims=False, name=None):
+    return _reduce(R.MAX, input_tensor, axis, keepdims)
+
+
+def reduce_min(input_tensor, axis=None, keepdims=False, name=None):
+    return _reduce(R.MIN, input_tensor, axis, keepdims)
+
+
+def reduce_prod(input_tensor, axis=None, keepdims=False, name=None):
+    return _reduce(R.PROD, input_tensor, axis, keepdims)
+
+
+def reduce_any(input_tensor, axis=None, keepdims=False, name=None):
+    return _reduce(R.ANY, input_tensor, axis, keepdims)
+
+
+def reduce_all(input_tensor, axis=None, keepdims=False, name=None):
+    return _reduce(R.ALL, input_tensor, axis, keepdims)
+
+
+def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
+    """log(sum(exp(x))) over ``axis``, computed stably."""
+    x = as_tensor(input_tensor)
+    from hybridtf.api.array_ops import stop_gradient
+    m = stop_gradient(reduce_max(x, axis=axis, keepdims=True))
+    m = where(equal(m, m), m, multiply(m, 0))  # keep NaN-free shift for all-(-inf) rows
+    out = add(log(reduce_sum(exp(subtract(x, m)), axis=axis, keepdims=True)), m)
+    if not keepdims:
+        from hybridtf.api.array_ops import reshape
+        kept = [d for i, d in enumerate(x.shape) if i not in _axes_of(axis, x.ndim)]
+        out = reshape(out, kept)
+    return out
+
+
+def reduce_variance(input_tensor, axis=None, keepdims=False, name=None):
+    x = as_tensor(input_tensor)
+    mean = reduce_mean(x, axis=axis, keepdims=True)
+    return reduce_mean(square(subtract(x, mean)), axis=axis, keepdims=keepdims)
+
+
+def reduce_std(input_tensor, axis=None, keepdims=False, name=None):
+    return sqrt(reduce_variance(input_tensor, axis=axis, keepdims=keepdims))
+
+
+def _axes_of(axis, rank):
+    from hybridtf.registry.checks import axes
+    return axes("reduce", axis, rank)
+
+
+def argmax(input, axis=None, output_type=dtypes.int64, name=None):  # noqa: A002
+    """Index of the largest value along ``axis`` (default 0); first index on ties."""
+    x = as_tensor(input)
+    return execute1(R.ARGMAX, [x], {"axis": 0 if axis is None else axis,
+                                    "output_type": dtypes.as_dtype(output_type).as_numpy_dtype})
+
+
+def argmin(input, axis=None, output_type=dtypes.int64, name=None):  # noqa: A002
+    x = as_tensor(input)
+    return execute1(R.ARGMIN, [x], {"axis": 0 if axis is None else axis,
+                                    "output_type": dtypes.as_dtype(output_type).as_numpy_dtype})
+
+
+def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):
+    return execute1(R.CUMSUM, [as_tensor(x)], {"axis": axis, "exclusive": bool(exclusive),
+                                               "reverse": bool(reverse)})
+
+
+def cumprod(x, axis=0, exclusive=False, reverse=False, name=None):
+    return execute1(R.CUMPROD, [as_tensor(x)], {"axis": axis, "exclusive": bool(exclusive),
+                                                "reverse": bool(reverse)})
+
+
+def unsorted_segment_sum(data, segment_ids, num_segments, name=None):
+    """Sums slices of ``data`` into ``num_segments`` rows chosen by ``segment_ids``."""
+    return execute1(AR.UNSORTED_SEGMENT_SUM, [as_tensor(data), as_tensor(segment_ids)],
+                    {"num_segments": int(num_segments)})
+
+
+# ---- linear algebra -----------------------------------------------------------------------------
+def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
+           a_is_sparse=False, b_is_sparse=False, output_type=None, name=None):
+    """Matrix product of the last two dimensions, batch dimensions broadcast."""
+    at, bt = binary_operands("matmul", a, b)
+    return execute1(L.MATMUL, [at, bt], {"transpose_a": bool(transpose_a or adjoint_a),
+                                         "transpose_b": bool(transpose_b or adjoint_b)})
+
+
+def tensordot(a, b, axes, name=None):
+    """Sum over the given axes of a and b (an int n: last n of a with first n of b)."""
+    from hybridtf.api.array_ops import reshape, transpose
+    at, bt = binary_operands("tensordot", a, b)
+    if isinstance(axes, int):
+        a_axes = list(range(at.ndim - axes, at.ndim))
+        b_axes = list(range(axes))
+    else:
+        a_axes, b_axes = ([axes[0]] if np.ndim(axes[0]) == 0 else list(axes[0]),
+                          [axes[1]] if np.ndim(axes[1]) == 0 else list(axes[1]))
+    a_axes = [ax % at.ndim for ax in a_axes]
+    b_axes = [ax % bt.ndim for ax in b_axes]
+    a_free = [i for i in range(at.ndim) if i not in a_axes]
+    b_free = [i for i in range(bt.ndim) if i not in b_axes]
+    ashape, bshape = at.shape.as_list(), bt.shape.as_list()
+    k = int(np.prod([ashape[i] for i in a_axes]))
+    a2 = reshape(transpose(at, a_free + a_axes), [-1, k])
+    b2 = reshape(transpose(bt, b_axes + b_free), [k, -1])
+    out = matmul(a2, b2)
+    return reshape(out, [ashape[i] for i in a_free] + [bshape[i] for i in b_free])

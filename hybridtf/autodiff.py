@@ -1,0 +1,2 @@
+"""``tf.autodiff``."""
+from hybridtf.eager.backprop import GradientTape  # noqa: F401

@@ -1,0 +1,1 @@
+"""Eager execution: op execution, the tape stack and GradientTape."""

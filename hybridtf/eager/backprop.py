@@ -1,0 +1,360 @@
+"""``GradientTape``: records eager ops and computes gradients, jacobians and custom gradients."""
+import contextlib
+import enum
+import functools
+import inspect
+
+import numpy as np
+
+from hybridtf.eager import tape as tape_lib
+from hybridtf.framework import nest
+from hybridtf.framework.tensor import Tensor, is_tensor
+
+
+class UnconnectedGradients(enum.Enum):
+    """What ``gradient`` returns for a source the target does not depend on."""
+
+    NONE = "none"
+    ZERO = "zero"
+
+
+def _unconnected_mode(value):
+    try:
+        return UnconnectedGradients(value.value if isinstance(value, UnconnectedGradients) else value)
+    except ValueError:
+        raise ValueError(f"Unknown value for unconnected_gradients: {value!r}; use "
+                         "tf.UnconnectedGradients.NONE or .ZERO.") from None
+
+
+def _sum(grads):
+    from hybridtf.api import math_ops
+    total = grads[0]
+    for g in grads[1:]:
+        total = math_ops.add(total, g)
+    return total
+
+
+def _zeros_like(value):
+    from hybridtf.api import array_ops
+    return array_ops.zeros_like(value.value() if getattr(value, "_is_variable", False) else value)
+
+
+def compute_gradients(tape, targets, sources, output_gradients, unconnected):
+    """Reverse-mode accumulation over ``tape``'s records from ``targets`` to ``sources``."""
+    from hybridtf.api import array_ops
+    source_ids = {id(s) for s in sources}
+    reachable = set(source_ids)
+    relevant = []
+    for record in list(tape.records):  # a snapshot: a persistent tape may grow while we work
+        if any(id(x) in reachable for x in record.inputs):
+            relevant.append(record)
+            reachable.update(id(y) for y in record.outputs)
+    pending = {}
+    for target, seed in zip(targets, output_gradients):
+        if id(target) not in reachable or not tape_lib.differentiable(target):
+            continue
+        if seed is None:
+            seed = array_ops.ones_like(target)
+        pending.setdefault(id(target), []).append(seed)
+    for record in reversed(relevant):
+        out_grads = []
+        for y in record.outputs:
+            parts = pending.get(id(y)) if id(y) in source_ids else pending.pop(id(y), None)
+            out_grads.append(None if parts is None else _sum(parts))
+        if all(g is None for g in out_grads):
+            continue
+        in_grads = record.grad_fn(record, out_grads)
+        for x, gx in zip(record.inputs, in_grads):
+            if gx is not None and id(x) in reachable:
+                pending.setdefault(id(x), []).append(gx)
+    results = []
+    for source in sources:
+        parts = pending.get(id(source))
+        if parts is not None and tape_lib.differentiable(source):
+            results.append(_sum(parts))
+        elif unconnected is UnconnectedGradients.ZERO and tape_lib.differentiable(source):
+            results.append(_zeros_like(source))
+        else:
+            results.append(None)
+    return results
+
+
+class GradientTape:
+    """Records operations for automatic differentiation (``tf.GradientTape``).
+
+    Ops run inside the context are recorded when one of their inputs is watched: tensors passed
+    to ``watch``, trainable variables read inside the context (unless
+    ``watch_accessed_variables=False``), and anything computed from them.  A tape computes one
+    set of gradients unless it is ``persistent``.  Tapes nest, which gives higher-order
+    gradients.
+    """
+
+    def __init__(self, persistent=False, watch_accessed_variables=True):
+        self._tape = None
+        self._persistent = persistent
+        self._watch_accessed_variables = watch_accessed_variables
+        self._watched_variables = ()
+        self._recording = False
+
+    def __enter__(self):
+        self._push_tape()
+        return self
+
+    def __exit__(self, typ, value, traceback):
+        if self._recording:
+            self._pop_tape()
+        return False
+
+    def _push_tape(self):
+        if self._recording:
+            raise ValueError("Tape is still recording, This can happen if you try to re-enter an "
+                             "already-active tape.")
+        if self._tape is None:
+            self._tape = tape_lib.Tape(self._persistent, self._watch_accessed_variables)
+        tape_lib.ACTIVE.append(self._tape)
+        self._recording = True
+
+    def _pop_tape(self):
+        if not self._recording:
+            raise ValueError("Tape is not recording.")
+        for i in range(len(tape_lib.ACTIVE) - 1, -1, -1):
+            if tape_lib.ACTIVE[i] is self._tape:
+                del tape_lib.ACTIVE[i]
+                break
+        self._recording = False
+
+    @contextlib.contextmanager
+    def _ensure_recording(self):
+        if self._recording:
+            yield
+        else:
+            self._push_tape()
+            try:
+                yield
+            finally:
+                self._pop_tape()
+
+    def _live_tape(self):
+        if self._tape is None:
+            raise RuntimeError("A non-persistent GradientTape can only be used to compute one set "
+                               "of gradients (or jacobians); create it with persistent=True to "
+                               "compute several.")
+        return self._tape
+
+    def watch(self, tensor):
+        """Ensures ``tensor`` (a tensor, variable, or a nest of them) is traced by this tape."""
+        if self._tape is None:
+            self._tape = tape_lib.Tape(self._persistent, self._watch_accessed_variables)
+        for t in nest.flatten(tensor):
+            if not is_tensor(t):
+                raise ValueError(f"Passed in object {t!r} of type {type(t).__name__!r}, not "
+                                 "tf.Tensor or tf.Variable.")
+            self._tape.watch(t)
+
+    @contextlib.contextmanager
+    def stop_recording(self):
+        """Temporarily stops recording operations on this tape."""
+        if self._tape is None or not self._recording:
+            raise RuntimeError("Trying to stop recording a tape which is not recording.")
+        self._pop_tape()
+        try:
+            yield
+        finally:
+            self._push_tape()
+
+    def reset(self):
+        """Clears everything recorded so far, as if the context had been exited and re-entered."""
+        self._pop_tape()
+        self._tape = None
+        self._push_tape()
+
+    def watched_variables(self):
+        """The variables watched by this tape, in order of construction."""
+        if self._tape is not None:
+            self._watched_variables = tuple(sorted(self._tape.variables.values(),
+                                                   key=lambda v: v._unique_id))
+        return self._watched_variables
+
+    def _release_if_done(self):
+        if not self._persistent:
+            self.watched_variables()
+            self._tape = None
+
+    def _flat_targets(self, target):
+        if target is None:
+            raise TypeError("Argument `target` should be a list or nested structure of Tensors or "
+                            "Variables to be differentiated, but received None.")
+        flat = []
+        for t in nest.flatten(target):
+            if getattr(t, "_is_variable", False):
+                with self._ensure_recording():
+                    t = t.value()
+            elif not isinstance(t, Tensor):
+                raise TypeError(f"gradient: targets must be tensors or variables, got {t!r}.")
+            flat.append(t)
+        return flat
+
+    @staticmethod
+    def _flat_sources(sources):
+        flat = nest.flatten(sources)
+        for s in flat:
+            if not is_tensor(s):
+                raise ValueError(f"gradient: sources must be tensors or variables, got {s!r} of "
+                                 f"type {type(s).__name__}.")
+        return flat
+
+    def gradient(self, target, sources, output_gradients=None,
+                 unconnected_gradients=UnconnectedGradients.NONE):
+        """d(sum of targets)/d(source) for each source, in the structure of ``sources``.
+
+        ``output_gradients`` weights each target (default: ones); sources the targets do not
+        depend on get None, or zeros with ``unconnected_gradients=tf.UnconnectedGradients.ZERO``.
+        Integer sources always get None.
+        """
+        tape = self._live_tape()
+        if self._recording and not self._persistent:
+            self._pop_tape()
+        mode = _unconnected_mode(unconnected_gradients)
+        flat_targets = self._flat_targets(target)
+        flat_sources = self._flat_sources(sources)
+        if output_gradients is None:
+            seeds = [None] * len(flat_targets)
+        else:
+            from hybridtf.eager.execute import as_tensor
+            seeds = [None if g is None else as_tensor(g) for g in nest.flatten(output_gradients)]
+            if len(seeds) != len(flat_targets):
+                raise ValueError(f"gradient: got {len(seeds)} output_gradients for "
+                                 f"{len(flat_targets)} targets.")
+            for t, g in zip(flat_targets, seeds):
+                if g is not None and tuple(g.shape) != tuple(t.shape):
+                    raise ValueError(f"gradient: output_gradients shape {g.shape} does not match "
+                                     f"its target's shape {t.shape}.")
+        grads = compute_gradients(tape, flat_targets, flat_sources, seeds, mode)
+        self._release_if_done()
+        return nest.pack_sequence_as(sources, grads)
+
+    def jacobian(self, target, sources, unconnected_gradients=UnconnectedGradients.NONE,
+                 parallel_iterations=None, experimental_use_pfor=True):
+        """d target[i...] / d source[j...] for each source: shape target.shape + source.shape."""
+        tape = self._live_tape()
+        if self._recording and not self._persistent:
+            self._pop_tape()
+        mode = _unconnected_mode(unconnected_gradients)
+        target_t, = self._flat_targets(target)
+        flat_sources = self._flat_sources(sources)
+        rows = _vector_jacobian_rows(tape, target_t, flat_sources, mode,
+                                     _one_hot_seeds(target_t.shape, batch=False))
+        result = [_assemble(r, tuple(target_t.shape), s, batch=False)
+                  for r, s in zip(rows, flat_sources)]
+        self._release_if_done()
+        return nest.pack_sequence_as(sources, result)
+
+    def batch_jacobian(self, target, source, unconnected_gradients=UnconnectedGradients.NONE,
+                       parallel_iterations=None, experimental_use_pfor=True):
+        """Per-example jacobians: shape [batch] + target.shape[1:] + source.shape[1:].
+
+        Assumes target[i] depends only on source[i], as TF does.
+        """
+        tape = self._live_tape()
+        if self._recording and not self._persistent:
+            self._pop_tape()
+        mode = _unconnected_mode(unconnected_gradients)
+        target_t, = self._flat_targets(target)
+        source_shape = tuple(source.shape)
+        if target_t.ndim < 2 or len(source_shape) < 2 or target_t.shape[0] != source_shape[0]:
+            raise ValueError(f"Need first dimension of target shape ({target_t.shape}) and source "
+                             f"shape ({source.shape}) to match, with ranks >= 2.")
+        rows, = _vector_jacobian_rows(tape, target_t, [source], mode,
+                                      _one_hot_seeds(target_t.shape, batch=True))
+        self._release_if_done()
+        return _assemble(rows, tuple(target_t.shape), source, batch=True)
+
+
+def _one_hot_seeds(shape, batch):
+    """Output gradients selecting one target element (or one per-example element) at a time."""
+    shape = tuple(shape)
+    inner = shape[1:] if batch else shape
+    count = int(np.prod(inner))
+    for j in range(count):
+        seed = np.zeros((count,), dtype=np.float64)
+        seed[j] = 1
+        seed = seed.reshape(inner)
+        yield np.broadcast_to(seed, shape) if batch else seed
+
+
+def _vector_jacobian_rows(tape, target, sources, mode, seeds):
+    rows = [[] for _ in sources]
+    dtype = target._value.dtype
+    for seed in seeds:
+        grads = compute_gradients(tape, [target], sources, [Tensor(seed.astype(dtype))], mode)
+        for row, g in zip(rows, grads):
+            row.append(g)
+    return rows
+
+
+def _assemble(rows, target_shape, source, batch):
+    from hybridtf.api import array_ops
+    source_shape = tuple(source.shape)
+    if not rows or any(g is None for g in rows):
+        if rows and all(g is None for g in rows):
+            return None
+        rows = [g if g is not None else _zeros_like(source) for g in rows]
+    if not rows:
+        return array_ops.zeros(target_shape + (source_shape[1:] if batch else source_shape),
+                               dtype=source.dtype)
+    stacked = array_ops.stack(rows, axis=1 if batch else 0)
+    if batch:
+        return array_ops.reshape(stacked, target_shape + source_shape[1:])
+    return array_ops.reshape(stacked, target_shape + source_shape)
+
+
+# ---- custom gradients ---------------------------------------------------------------------------
+def custom_gradient(f=None):
+    """Decorator for a function returning ``(result, grad_fn)``; ``grad_fn(*upstream)`` gives the
+    gradients with respect to the inputs (and, with a ``variables`` keyword, to the variables the
+    function read: it then returns ``(input_grads, variable_grads)``).
+    """
+    if f is None:
+        return custom_gradient
+
+    @functools.wraps(f)
+    def decorated(*args, **kwargs):
+        from hybridtf.eager.execute import as_tensor
+        args = nest.map_structure(
+            lambda a: as_tensor(a) if is_tensor(a) or isinstance(a, (int, float, np.ndarray,
+                                                                     np.generic)) else a,
+            list(args))
+        with tape_lib.stop_recording(), tape_lib.watch_variable_reads() as watcher:
+            result, grad_fn = f(*args, **kwargs)
+        flat_results = nest.flatten(result)
+        outputs = tuple(Tensor(as_tensor(r)._value) for r in flat_results)
+        if tape_lib.ACTIVE:
+            inputs = [a for a in nest.flatten(args) if isinstance(a, Tensor)]
+            variables = list(watcher.variables.values())
+            reads = [v.value() for v in variables]  # watched and taped outside the stop
+            wants_variables = "variables" in inspect.signature(grad_fn).parameters
+
+            def backward(record, grads):
+                grads = [g if g is not None else _zeros_like(y)
+                         for g, y in zip(grads, record.outputs)]
+                if wants_variables:
+                    in_grads, var_grads = grad_fn(*grads, variables=variables)
+                else:
+                    if variables:
+                        raise TypeError(
+                            f"The grad_fn of @custom_gradient function {f.__name__!r} must accept "
+                            "a `variables` keyword argument, because the function reads "
+                            f"variables {[v.name for v in variables]}.")
+                    in_grads, var_grads = grad_fn(*grads), []
+                in_grads = nest.flatten(in_grads)
+                if len(in_grads) != len(inputs):
+                    raise ValueError(f"custom_gradient function {f.__name__!r} has "
+                                     f"{len(inputs)} tensor inputs but its grad_fn returned "
+                                     f"{len(in_grads)} gradients.")
+                return [None if g is None else as_tensor(g) for g in
+                        list(in_grads) + list(var_grads)]
+
+            tape_lib.record(None, tuple(inputs) + tuple(reads), outputs, None, backward)
+        return nest.pack_sequence_as(result, list(outputs))
+
+    return decorated

@@ -1,0 +1,156 @@
+"""Running a registered op eagerly: check, compute with ``ops/`` kernels, wrap, record."""
+import numpy as np
+
+from ops import elementwise
+
+from hybridtf.eager import tape as tape_lib
+from hybridtf.framework.constant_op import convert_to_tensor, python_scalar_array, to_numpy
+from hybridtf.framework.tensor import Tensor
+from hybridtf.registry import Spec
+
+
+def execute(op, inputs, attrs):
+    """Runs ``op`` on ``inputs`` (tensors) and returns its outputs as a tuple of tensors.
+
+    The op's shape/dtype rule and value checks run before its kernel, so bad input raises a
+    clear error instead of reaching compiled code.
+    """
+    arrays = [np.asarray(t._value) for t in inputs]
+    op.infer([Spec(a.shape, a.dtype) for a in arrays], attrs)
+    if op.check_values is not None:
+        op.check_values(arrays, attrs)
+    result = op.eager(arrays, attrs)
+    if op.num_outputs == 1:
+        outputs = (Tensor(result),)
+    else:
+        outputs = tuple(Tensor(r) for r in result)
+    if tape_lib.ACTIVE and op.grad is not None:
+        tape_lib.record(op, inputs, outputs, attrs, op.grad)
+    return outputs
+
+
+def execute1(op, inputs, attrs):
+    """``execute`` for single-output ops: returns the tensor itself."""
+    return execute(op, inputs, attrs)[0]
+
+
+# ---- elementwise fast path ----------------------------------------------------------------------
+# Elementwise ops are the bulk of eager traffic, so they skip the generic path: operands are
+# converted inline, the dtype is checked inline, and broadcasting errors (which NumPy detects
+# before running any loop) are turned into the op's InvalidArgumentError by its shape rule.
+
+LOOP_MIN_SIZE = 4096  # below this a ufunc call is as fast as a flat loop
+
+
+def as_tensor(value, dtype=None):
+    """A tensor for an op input: tensors pass through, variables are read (and taped)."""
+    if type(value) is Tensor:
+        return value
+    if getattr(value, "_is_variable", False):
+        return value.value()
+    return convert_to_tensor(value, dtype_hint=dtype)
+
+
+def _like(value, other, op_name):
+    """Converts a non-tensor operand using the other operand's dtype, as TF's operators do."""
+    if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
+        return Tensor(python_scalar_array(value, other._value.dtype, op_name))
+    if isinstance(value, (np.ndarray, np.generic, list, tuple)):
+        return Tensor(to_numpy(value, other.dtype))
+    return as_tensor(value)
+
+
+def _operand(value):
+    if type(value) is Tensor:
+        return value
+    if getattr(value, "_is_variable", False):
+        return value.value()
+    return None
+
+
+def binary_operands(op_name, x, y):
+    """Both operands of a binary op as tensors, Python and NumPy values taking the other's dtype."""
+    xt = _operand(x)
+    yt = _operand(y)
+    if xt is None:
+        if yt is None:
+            xt = as_tensor(x)
+        else:
+            xt = _like(x, yt, op_name)
+    if yt is None:
+        yt = _like(y, xt, op_name)
+    return xt, yt
+
+
+def _fast_kernel(op, dtype):
+    kernel = op.fast.get(dtype)
+    if kernel is None:
+        if dtype == object or dtype.name not in op.scalar.dtypes:
+            op.infer([Spec((), dtype)] * op.scalar.arity, None)  # raises the op's dtype error
+        kernel = op.fast[dtype] = elementwise.ufunc(op.scalar.name, dtype.name)
+    return kernel
+
+
+def execute_unary(op, x):
+    xt = x if type(x) is Tensor else as_tensor(x)
+    a = xt._value
+    kernel = op.fast.get(a.dtype) or _fast_kernel(op, a.dtype)
+    out = Tensor(kernel(a))
+    if tape_lib.ACTIVE and op.grad is not None:
+        tape_lib.record(op, (xt,), (out,), None, op.grad)
+    return out
+
+
+def execute_binary(op, x, y):
+    """Runs a binary elementwise op; this is the hottest path of eager execution."""
+    if type(x) is Tensor:
+        a = x._value
+        ty = type(y)
+        if ty is Tensor:
+            b = y._value
+        elif ty is float and a.dtype.kind == "f":
+            b = a.dtype.type(y)  # TF converts a Python number to the tensor's dtype
+            y = None
+        else:
+            x, y = binary_operands(op.name, x, y)
+            b = y._value
+    else:
+        x, y = binary_operands(op.name, x, y)
+        a = x._value
+        b = y._value
+    if a.dtype is not b.dtype:
+        op.infer([Spec(a.shape, a.dtype), Spec(b.shape, b.dtype)], None)  # raises
+    ufunc = op.fast.get(a.dtype) or _fast_kernel(op, a.dtype)
+    if op.check_values is not None:
+        op.check_values((a, b), None)
+    if a.size < LOOP_MIN_SIZE and b.size < LOOP_MIN_SIZE:
+        result = ufunc(a, b)
+    elif b.ndim == 0 and a.flags.c_contiguous:
+        result = np.empty(a.shape, ufunc.types[0][-1])
+        elementwise.kernels(op.scalar.name).loop_as(a.reshape(-1), b[()], result.reshape(-1))
+    elif a.ndim == 0 and b.flags.c_contiguous:
+        result = np.empty(b.shape, ufunc.types[0][-1])
+        elementwise.kernels(op.scalar.name).loop_sa(a[()], b.reshape(-1), result.reshape(-1))
+    else:
+        try:
+            result = ufunc(a, b)
+        except ValueError:
+            op.infer([Spec(a.shape, a.dtype), Spec(b.shape, b.dtype)], None)  # raises
+            raise
+    out = Tensor(result)
+    if tape_lib.ACTIVE and op.grad is not None:
+        if y is None:
+            y = Tensor(b)
+        tape_lib.record(op, (x, y), (out,), None, op.grad)
+    return out
+
+
+def execute_ternary(op, c, x, y):
+    ct = as_tensor(c)
+    xt, yt = binary_operands(op.name, x, y)
+    arrays = [np.asarray(t._value) for t in (ct, xt, yt)]
+    op.infer([Spec(a.shape, a.dtype) for a in arrays], None)
+    out = Tensor(_fast_kernel(op, arrays[1].dtype)(*arrays))
+    if tape_lib.ACTIVE and op.grad is not None:
+        tape_lib.record(op, (ct, xt, yt), (out,), None, op.grad)
+    return out

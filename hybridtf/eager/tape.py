@@ -1,0 +1,129 @@
+"""The tape stack: which ops to record for differentiation, and the records themselves.
+
+A tape tracks tensors by ``id``; every tracked tensor is kept alive by the tape (through its
+``watched`` dict or a record's outputs), so ids are never reused while they matter.  An op is
+recorded on an active tape when one of its inputs is tracked by that tape and the op has a
+gradient; its floating-point outputs then become tracked.  Integer and bool results are never
+tracked, so gradients through them are None, as in TF.
+"""
+
+# The tapes currently recording, innermost last.  Checked on every op: keep it a plain list.
+ACTIVE = []
+# Collectors of the variables read while they are open (custom_gradient needs them).
+VARIABLE_WATCHERS = []
+
+
+class Record:
+    """One recorded op: what ran, on which inputs, producing which outputs."""
+
+    __slots__ = ("op", "inputs", "outputs", "attrs", "grad_fn")
+
+    def __init__(self, op, inputs, outputs, attrs, grad_fn):
+        self.op = op
+        self.inputs = inputs
+        self.outputs = outputs
+        self.attrs = attrs
+        self.grad_fn = grad_fn  # (record, output_grads) -> input grads
+
+
+def differentiable(value):
+    """True for floating (and complex) tensors and variables: the ones gradients flow through."""
+    kind = value._value.dtype.kind
+    return kind == "f" or kind == "c"
+
+
+class Tape:
+    """The data of one GradientTape: tracked tensors, watched variables and records."""
+
+    __slots__ = ("persistent", "watch_accessed_variables", "tracked", "variables", "records",
+                 "variable_reads")
+
+    def __init__(self, persistent, watch_accessed_variables):
+        self.persistent = persistent
+        self.watch_accessed_variables = watch_accessed_variables
+        self.tracked = {}          # id -> tensor or variable
+        self.variables = {}        # id -> watched variable, in order of watching
+        self.records = []
+        self.variable_reads = {}   # id(read tensor) -> variable, to record each read once
+
+    def watch(self, value):
+        if getattr(value, "_is_variable", False):
+            self.variables.setdefault(id(value), value)
+        self.tracked[id(value)] = value
+
+    def record(self, op, inputs, outputs, attrs, grad_fn):
+        tracked = self.tracked
+        for x in inputs:
+            if id(x) in tracked:
+                break
+        else:
+            return
+        self.records.append(Record(op, inputs, outputs, attrs, grad_fn))
+        for y in outputs:
+            if differentiable(y):
+                tracked[id(y)] = y
+
+    def record_variable_read(self, variable, read):
+        if id(variable) not in self.variables:
+            if not (self.watch_accessed_variables and variable.trainable):
+                return
+            self.watch(variable)
+        if id(read) in self.variable_reads:
+            return
+        self.variable_reads[id(read)] = variable
+        self.records.append(Record(None, (variable,), (read,), None, _read_variable_grad))
+        self.tracked[id(read)] = read
+
+
+def _read_variable_grad(record, grads):
+    return grads
+
+
+def record(op, inputs, outputs, attrs, grad_fn):
+    """Offers an executed op to every active tape."""
+    for tape in ACTIVE:
+        tape.record(op, inputs, outputs, attrs, grad_fn)
+
+
+def record_variable_read(variable, read):
+    for tape in ACTIVE:
+        tape.record_variable_read(variable, read)
+    for watcher in VARIABLE_WATCHERS:
+        watcher.setdefault(id(variable), variable)
+
+
+class watch_variable_reads:
+    """Context manager collecting the variables read inside it, in order of first read."""
+
+    def __enter__(self):
+        self.variables = {}
+        VARIABLE_WATCHERS.append(self.variables)
+        return self
+
+    def __exit__(self, *exc):
+        VARIABLE_WATCHERS.remove(self.variables)
+        return False
+
+
+def could_record():
+    return bool(ACTIVE)
+
+
+class stop_recording:
+    """Context manager: ops inside are recorded on no tape (``tape.stop_recording()``)."""
+
+    def __init__(self, tapes=None):
+        self._only = tapes
+        self._saved = None
+
+    def __enter__(self):
+        self._saved = list(ACTIVE)
+        if self._only is None:
+            ACTIVE.clear()
+        else:
+            ACTIVE[:] = [t for t in ACTIVE if all(t is not o for o in self._only)]
+        return self
+
+    def __exit__(self, *exc):
+        ACTIVE[:] = self._saved
+        return False

@@ -1,0 +1,1 @@
+"""Core types: dtypes, shapes, tensors, variables, structures, errors."""

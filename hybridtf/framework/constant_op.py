@@ -1,0 +1,158 @@
+"""Turning Python values, NumPy arrays, tensors and variables into tensors.
+
+Dtype inference follows TF: Python floats -> float32, ints -> int32 (int64 when they do not fit),
+bools -> bool, strings -> string; NumPy arrays keep their dtype.
+"""
+import numpy as np
+
+from hybridtf.framework import dtypes
+from hybridtf.framework.tensor import Tensor
+
+_INT32_MIN, _INT32_MAX = -2**31, 2**31 - 1
+_PY_SCALARS = (int, float, bool)
+
+
+def _infer_numpy(value):
+    """A NumPy array for a Python value (scalar or nested list), with TF's default dtype."""
+    if isinstance(value, (str, bytes)):
+        return np.array(_as_bytes(value), dtype=object)
+    array = np.array(_unwrap_tensors(value))
+    kind = array.dtype.kind
+    if kind == "f":
+        if array.dtype != np.float64 or not _from_numpy_scalars(value):
+            array = array.astype(np.float32)
+    elif kind in "iu":
+        if array.dtype.itemsize == 8 and not _from_numpy_scalars(value):
+            fits = array.size == 0 or (array.min() >= _INT32_MIN and array.max() <= _INT32_MAX)
+            array = array.astype(np.int32 if fits else np.int64)
+    elif kind in "SUO":
+        array = np.vectorize(_as_bytes, otypes=[object])(array)
+    return array
+
+
+def _from_numpy_scalars(value):
+    """True when the value is itself a NumPy scalar (whose dtype TF keeps)."""
+    return isinstance(value, np.generic)
+
+
+def _unwrap_tensors(value):
+    if isinstance(value, Tensor) or getattr(value, "_is_variable", False):
+        return np.asarray(value)
+    if isinstance(value, (list, tuple)):
+        return [_unwrap_tensors(v) for v in value]
+    return value
+
+
+def _as_bytes(value):
+    return value.encode() if isinstance(value, str) else value
+
+
+def _cast_checked(array, dtype, value):
+    """Casts ``array`` to ``dtype`` as TF's conversion does: no silent loss of a fraction/sign."""
+    target = dtype.as_numpy_dtype
+    if array.dtype == np.dtype(target):
+        return array
+    if dtype is dtypes.string or array.dtype == object:
+        raise TypeError(f"Cannot convert {value!r} to a tensor of dtype {dtype.name}.")
+    if dtype.is_integer or dtype.is_bool:
+        if array.dtype.kind == "f" and not np.all(np.isfinite(array) & (array == np.round(array))):
+            raise TypeError(f"Cannot convert {value!r} to EagerTensor of dtype {dtype.name}: "
+                            "it has a fractional or non-finite part. Use tf.cast to truncate.")
+        if dtype.is_integer and array.size and (array.min() < dtype.min or array.max() > dtype.max):
+            raise TypeError(f"Cannot convert {value!r} to EagerTensor of dtype {dtype.name}: "
+                            "out of range.")
+    return array.astype(target)
+
+
+def to_numpy(value, dtype=None):
+    """The NumPy value (array or NumPy scalar) a Python value converts to."""
+    if isinstance(value, np.ndarray):
+        array = value
+        if array.dtype.kind in "SU":
+            array = np.vectorize(_as_bytes, otypes=[object])(array)
+    elif isinstance(value, np.generic):
+        array = np.asarray(value)
+    else:
+        array = _infer_numpy(value)
+    if dtype is not None:
+        array = _cast_checked(array, dtypes.as_dtype(dtype), value)
+    return array
+
+
+def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
+    """Converts a tensor, variable, NumPy array or Python value to a ``Tensor``.
+
+    A tensor or variable of a different dtype than ``dtype`` is an error (use ``tf.cast``);
+    ``dtype_hint`` is used only for values that have no dtype of their own.
+    """
+    if isinstance(value, Tensor):
+        if dtype is not None and dtypes.as_dtype(dtype) is not value.dtype:
+            raise ValueError(f"Tensor conversion requested dtype {dtypes.as_dtype(dtype).name} "
+                             f"for Tensor with dtype {value.dtype.name}: {value!r}")
+        return value
+    if getattr(value, "_is_variable", False):
+        if dtype is not None and dtypes.as_dtype(dtype) is not value.dtype:
+            raise ValueError(f"Tensor conversion requested dtype {dtypes.as_dtype(dtype).name} "
+                             f"for variable {value.name} with dtype {value.dtype.name}.")
+        return value.value()
+    if value is None:
+        raise ValueError("Attempt to convert a value (None) with an unsupported type "
+                         "(<class 'NoneType'>) to a Tensor.")
+    if dtype is None and dtype_hint is not None and not isinstance(value, (np.ndarray, np.generic)):
+        try:
+            return Tensor(to_numpy(value, dtype_hint))
+        except (TypeError, ValueError):
+            pass
+    try:
+        return Tensor(to_numpy(value, dtype))
+    except (TypeError, ValueError) as err:
+        if isinstance(err, TypeError) and "Cannot convert" in str(err):
+            raise
+        raise TypeError(f"Cannot convert {value!r} (type {type(value).__name__}) to a Tensor: "
+                        f"{err}") from None
+
+
+def constant(value, dtype=None, shape=None, name="Const"):
+    """Creates a constant tensor from a Python value or NumPy array (``tf.constant``).
+
+    With ``shape``, a scalar is broadcast to it and other values are reshaped to it.
+    """
+    if isinstance(value, Tensor) or getattr(value, "_is_variable", False):
+        array = np.asarray(value)
+        if dtype is not None:
+            array = _cast_checked(array, dtypes.as_dtype(dtype), value)
+    else:
+        array = to_numpy(value, dtype)
+        if isinstance(value, np.ndarray) and array is value:
+            array = array.copy()  # the caller may mutate their array; a tensor never changes
+    if shape is not None:
+        shape = tuple(int(d) for d in shape)
+        if array.size == 1:
+            array = np.broadcast_to(array.reshape(()), shape).copy()
+        elif array.size == int(np.prod(shape)):
+            array = array.reshape(shape)
+        else:
+            raise TypeError(f"Eager execution of tf.constant with unsupported shape. Tried to "
+                            f"convert {array.size} elements to shape {list(shape)}.")
+    return Tensor(array)
+
+
+def python_scalar_array(value, np_dtype, op_name):
+    """A Python number as a NumPy scalar of an operand's dtype, refusing lossy conversions."""
+    kind = np_dtype.kind
+    if kind == "f":
+        return np_dtype.type(value)
+    if kind in "iu":
+        if isinstance(value, float) and not value.is_integer():
+            raise TypeError(f"{op_name}: cannot convert {value!r} to EagerTensor of dtype "
+                            f"{np_dtype.name}; cast the tensor to a float dtype first.")
+        info = np.iinfo(np_dtype)
+        if not info.min <= value <= info.max:
+            raise TypeError(f"{op_name}: {value!r} is out of range for dtype {np_dtype.name}.")
+        return np_dtype.type(value)
+    if kind == "b" and isinstance(value, bool):
+        return np.bool_(value)
+    if kind == "c":
+        return np_dtype.type(value)
+    raise TypeError(f"{op_name}: cannot convert {value!r} to a tensor of dtype "
+                    f"{dtypes.of_array(np.empty(0, np_dtype)).name}.")

@@ -1,0 +1,168 @@
+"""``Variable``: mutable state that ops read as a tensor and GradientTape watches."""
+import itertools
+
+import numpy as np
+
+from hybridtf.eager import tape as tape_lib
+from hybridtf.framework import dtypes
+from hybridtf.framework.constant_op import to_numpy
+from hybridtf.framework.tensor import CPU_DEVICE, Reference, Tensor, format_value
+from hybridtf.framework.tensor_shape import TensorShape
+
+_IDS = itertools.count(1)
+
+
+class VariableAggregation:
+    NONE, SUM, MEAN, ONLY_FIRST_REPLICA = 0, 1, 2, 3
+
+
+class VariableSynchronization:
+    AUTO, NONE, ON_WRITE, ON_READ = 0, 1, 2, 3
+
+
+class Variable:
+    """A tensor-valued, assignable state (``tf.Variable``).
+
+    Usable wherever a tensor is; reading it inside a ``GradientTape`` makes the tape watch it
+    when it is trainable.  Assignments replace the stored array (tensors already read keep the
+    value they had), so a value read before an update is never changed by the update.
+    """
+
+    _is_variable = True
+    __array_priority__ = 100
+
+    def __init__(self, initial_value=None, trainable=None, validate_shape=True,
+                 caching_device=None, name=None, variable_def=None, dtype=None,
+                 import_scope=None, constraint=None,
+                 synchronization=VariableSynchronization.AUTO,
+                 aggregation=VariableAggregation.NONE, shape=None,
+                 experimental_enable_variable_lifting=True):
+        if initial_value is None:
+            raise ValueError("initial_value must be specified.")
+        if callable(initial_value):
+            initial_value = initial_value()
+        if isinstance(initial_value, Tensor) or getattr(initial_value, "_is_variable", False):
+            value = np.asarray(initial_value)
+            if dtype is not None and dtypes.as_dtype(dtype).as_numpy_dtype != value.dtype:
+                value = to_numpy(value, dtype)
+        else:
+            value = to_numpy(initial_value, dtype)
+        value = np.array(value)  # own copy, always an ndarray
+        if synchronization == VariableSynchronization.ON_READ and trainable:
+            raise ValueError("Synchronization value can be set to VariableSynchronization.ON_READ "
+                             "only for non-trainable variables.")
+        self._trainable = True if trainable is None else bool(trainable)
+        self._shape = TensorShape(value.shape) if shape is None else TensorShape(shape)
+        if not self._shape.is_compatible_with(value.shape):
+            raise ValueError(f"The initial value's shape {value.shape} is not compatible with "
+                             f"the explicitly supplied `shape` argument {self._shape}.")
+        self._name = (name or "Variable") + ("" if name and ":" in name else ":0")
+        self._constraint = constraint
+        self._synchronization = synchronization
+        self._aggregation = aggregation
+        self._unique_id = next(_IDS)
+        self._set(value)
+        self._initial_value = self._snapshot
+
+    def _set(self, array):
+        self._value = array
+        self._snapshot = Tensor(array)
+
+    # ---- reading --------------------------------------------------------------------------
+    def value(self):
+        """The current value as a tensor; recorded on active tapes that watch this variable."""
+        read = self._snapshot
+        if tape_lib.ACTIVE or tape_lib.VARIABLE_WATCHERS:
+            tape_lib.record_variable_read(self, read)
+        return read
+
+    read_value = value
+
+    def numpy(self):
+        return self._snapshot.numpy()
+
+    def __array__(self, dtype=None, copy=None):
+        return self._snapshot.__array__(dtype, copy)
+
+    # ---- writing --------------------------------------------------------------------------
+    def _converted(self, value, op_name):
+        if isinstance(value, Tensor) or getattr(value, "_is_variable", False):
+            array = np.asarray(value)
+            if array.dtype != self._value.dtype:
+                raise TypeError(f"{op_name}: cannot assign a value of dtype "
+                                f"{dtypes.of_array(array).name} to variable {self._name} of dtype "
+                                f"{self.dtype.name}; use tf.cast first.")
+        else:
+            array = to_numpy(value, self.dtype)
+        if not self._shape.is_compatible_with(array.shape):
+            raise ValueError(f"{op_name}: cannot assign a value of shape {TensorShape(array.shape)} "
+                             f"to variable {self._name} of shape {self._shape}.")
+        return np.asarray(array)
+
+    def assign(self, value, use_locking=None, name=None, read_value=True):
+        """Sets the variable's value; returns the variable."""
+        array = self._converted(value, "assign")
+        if array is self._value or array.base is not None:
+            array = array.copy()
+        self._set(array)
+        return self if read_value else None
+
+    def assign_add(self, delta, use_locking=None, name=None, read_value=True):
+        self._set(self._value + self._converted(delta, "assign_add"))
+        return self if read_value else None
+
+    def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
+        self._set(self._value - self._converted(delta, "assign_sub"))
+        return self if read_value else None
+
+    # ---- properties ------------------------------------------------------------------------
+    name = property(lambda self: self._name)
+    trainable = property(lambda self: self._trainable)
+    dtype = property(lambda self: dtypes.of_array(self._value))
+    shape = property(lambda self: self._shape if not self._shape.is_fully_defined()
+                     else TensorShape(self._value.shape))
+    device = property(lambda self: CPU_DEVICE)
+    constraint = property(lambda self: self._constraint)
+    synchronization = property(lambda self: self._synchronization)
+    aggregation = property(lambda self: self._aggregation)
+    initial_value = property(lambda self: self._initial_value)
+    ndim = property(lambda self: self._value.ndim)
+
+    def get_shape(self):
+        return self.shape
+
+    def ref(self):
+        return Reference(self)
+
+    experimental_ref = ref
+
+    def __hash__(self):
+        raise TypeError("Variable is unhashable. Instead, use variable.ref() as the key.")
+
+    def __bool__(self):
+        return bool(self._snapshot)
+
+    def __float__(self):
+        return float(self._snapshot)
+
+    def __int__(self):
+        return int(self._snapshot)
+
+    def __index__(self):
+        return self._snapshot.__index__()
+
+    def __len__(self):
+        return len(self._snapshot)
+
+    def __iter__(self):
+        return iter(self.value())
+
+    def __repr__(self):
+        return (f"<tf.Variable '{self._name}' shape={self.shape} dtype={self.dtype.name}, "
+                f"numpy={format_value(self.numpy(), self.dtype) if self.ndim == 0 else repr(self.numpy())}>")
+
+    def __deepcopy__(self, memo):
+        copy = Variable(self._value, trainable=self._trainable, name=self._name.split(":")[0],
+                        shape=self._shape, constraint=self._constraint)
+        memo[id(self)] = copy
+        return copy

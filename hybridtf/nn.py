@@ -1,0 +1,6 @@
+"""``tf.nn``."""
+from hybridtf.api.nn_ops import (  # noqa: F401
+    avg_pool, avg_pool2d, bias_add, conv2d, conv2d_backprop_filter, conv2d_backprop_input,
+    dropout, elu, l2_loss, leaky_relu, log_softmax, max_pool, max_pool2d, relu, relu6, sigmoid,
+    sigmoid_cross_entropy_with_logits, softmax, softmax_cross_entropy_with_logits, softplus,
+    sparse_softmax_cross_entropy_with_logits, tanh)

@@ -1,0 +1,359 @@
+"""Array ops: shape changes, joins and splits, gathers, casts, slicing."""
+import numpy as np
+
+from ops import array as kernels
+
+from hybridtf.api import array_ops as A
+from hybridtf.api import math_ops as M
+from hybridtf.registry import OpDef, Spec, checks, register
+from hybridtf.registry.elementwise import unbroadcast
+
+
+def _one(name, eager, infer, grad=None, **kw):
+    return register(OpDef(name, kw.pop("kind", "opaque"), eager, infer, grad, **kw))
+
+
+# ---- reshape, transpose, broadcast ------------------------------------------------------------
+def resolve_shape(op_name, in_shape, shape):
+    """``shape`` with its single -1 resolved against ``in_shape``'s element count."""
+    shape = [int(d) for d in shape]
+    if sum(d == -1 for d in shape) > 1:
+        checks.fail(op_name, f"only one dimension of the new shape may be -1, got {shape}.")
+    if any(d < -1 for d in shape):
+        checks.fail(op_name, f"dimensions of the new shape must be >= -1, got {shape}.")
+    total = checks.num_elements(in_shape)
+    known = int(np.prod([d for d in shape if d != -1]))
+    if -1 in shape:
+        if total is None:
+            return tuple(None if d == -1 else d for d in shape)
+        if known == 0 or total % known:
+            checks.fail(op_name, f"Input to reshape is a tensor with {total} values, but the "
+                        f"requested shape {shape} cannot hold them.")
+        shape[shape.index(-1)] = total // known
+    elif total is not None and total != known:
+        checks.fail(op_name, f"Input to reshape is a tensor with {total} values, but the requested "
+                    f"shape {shape} has {known}. Use -1 for one dimension to infer it.")
+    return tuple(shape)
+
+
+RESHAPE = _one(
+    "reshape",
+    lambda arrays, attrs: arrays[0].reshape(resolve_shape("reshape", arrays[0].shape,
+                                                          attrs["shape"])),
+    lambda specs, attrs: [Spec(resolve_shape("reshape", specs[0].shape, attrs["shape"]),
+                               specs[0].dtype)],
+    lambda record, grads: (A.reshape(grads[0], record.inputs[0].shape),))
+
+
+def _perm(op_name, perm, rank):
+    perm = list(range(rank))[::-1] if perm is None else [int(p) for p in perm]
+    if sorted(p % rank if rank else p for p in perm) != list(range(rank)):
+        checks.fail(op_name, f"perm {perm} is not a permutation of the {rank} dimensions.")
+    return [p % rank for p in perm]
+
+
+TRANSPOSE = _one(
+    "transpose",
+    lambda arrays, attrs: np.ascontiguousarray(
+        arrays[0].transpose(_perm("transpose", attrs["perm"], arrays[0].ndim))),
+    lambda specs, attrs: [Spec(tuple(specs[0].shape[p] for p in
+                                     _perm("transpose", attrs["perm"], len(specs[0].shape))),
+                               specs[0].dtype)],
+    lambda record, grads: (A.transpose(grads[0], list(np.argsort(
+        _perm("transpose", record.attrs["perm"], record.inputs[0].ndim)))),))
+
+
+def _broadcast_infer(specs, attrs):
+    x = specs[0]
+    target = tuple(attrs["shape"])
+    out = checks.broadcast("broadcast_to", [x.shape, target])
+    if out != target:
+        checks.fail("broadcast_to", f"cannot broadcast shape {checks.fmt_shape(x.shape)} to "
+                    f"{checks.fmt_shape(target)}.")
+    return [Spec(target, x.dtype)]
+
+
+BROADCAST_TO = _one(
+    "broadcast_to",
+    lambda arrays, attrs: np.ascontiguousarray(np.broadcast_to(arrays[0], tuple(attrs["shape"]))),
+    _broadcast_infer,
+    lambda record, grads: (unbroadcast(grads[0], record.inputs[0].shape),))
+
+
+# ---- cast, identity -----------------------------------------------------------------------------
+def _cast_grad(record, grads):
+    x = record.inputs[0]
+    if not x.dtype.is_floating:
+        return (None,)
+    return (M.cast(grads[0], x.dtype),)
+
+
+CAST = _one("cast", lambda arrays, attrs: arrays[0].astype(attrs["dtype"]),
+            lambda specs, attrs: [Spec(specs[0].shape, np.dtype(attrs["dtype"]))], _cast_grad,
+            kind="elementwise")
+IDENTITY = _one("identity", lambda arrays, attrs: arrays[0],
+                lambda specs, attrs: [Spec(specs[0].shape, specs[0].dtype)],
+                lambda record, grads: (grads[0],))
+
+
+# ---- concat and split ---------------------------------------------------------------------------
+def _concat_infer(specs, attrs):
+    if not specs:
+        checks.fail("concat", "values must be a non-empty list of tensors.")
+    rank = len(specs[0].shape)
+    if rank == 0:
+        checks.fail("concat", "cannot concatenate scalars; use tf.stack.")
+    axis = checks.axis("concat", attrs["axis"], rank)
+    checks.same_dtype("concat", specs, names=[f"values[{i}]" for i in range(len(specs))])
+    total = 0
+    for i, s in enumerate(specs):
+        if len(s.shape) != rank or any(a != b and None not in (a, b)
+                                       for j, (a, b) in enumerate(zip(s.shape, specs[0].shape))
+                                       if j != axis):
+            checks.fail("concat", f"values[{i}] has shape {checks.fmt_shape(s.shape)}, which does "
+                        f"not match values[0]'s {checks.fmt_shape(specs[0].shape)} outside axis {axis}.")
+        total = None if total is None or s.shape[axis] is None else total + s.shape[axis]
+    shape = list(specs[0].shape)
+    shape[axis] = total
+    return [Spec(tuple(shape), specs[0].dtype)]
+
+
+def _concat_grad(record, grads):
+    axis = checks.axis("concat", record.attrs["axis"], record.inputs[0].ndim)
+    sizes = [x.shape[axis] for x in record.inputs]
+    return tuple(A.split(grads[0], sizes, axis=axis))
+
+
+CONCAT = _one("concat",
+              lambda arrays, attrs: np.concatenate(arrays, axis=attrs["axis"]),
+              _concat_infer, _concat_grad)
+
+
+def split_sizes(op_name, dim, num_or_sizes):
+    if np.ndim(num_or_sizes) == 0:
+        num = int(num_or_sizes)
+        if num <= 0 or (dim is not None and dim % num):
+            checks.fail(op_name, f"cannot split a dimension of size {dim} into {num} equal parts.")
+        return [None if dim is None else dim // num] * num
+    sizes = [int(s) for s in np.asarray(num_or_sizes).reshape(-1)]
+    if sizes.count(-1) > 1:
+        checks.fail(op_name, f"at most one size may be -1, got {sizes}.")
+    if dim is not None:
+        if -1 in sizes:
+            sizes[sizes.index(-1)] = dim - (sum(sizes) + 1)
+        if sum(sizes) != dim or any(s < 0 for s in sizes):
+            checks.fail(op_name, f"sizes {sizes} do not add up to the dimension's size {dim}.")
+    return sizes
+
+
+def _split_infer(specs, attrs):
+    x, = specs
+    axis = checks.axis("split", attrs["axis"], max(len(x.shape), 1))
+    sizes = split_sizes("split", x.shape[axis], attrs["sizes"])
+    return [Spec(x.shape[:axis] + (s,) + x.shape[axis + 1:], x.dtype) for s in sizes]
+
+
+def _split_eager(arrays, attrs):
+    x, = arrays
+    axis = checks.axis("split", attrs["axis"], x.ndim)
+    sizes = split_sizes("split", x.shape[axis], attrs["sizes"])
+    return tuple(np.split(x, np.cumsum(sizes)[:-1], axis=axis))
+
+
+def _split_grad(record, grads):
+    filled = [g if g is not None else A.zeros_like(y) for g, y in zip(grads, record.outputs)]
+    return (A.concat(filled, axis=record.attrs["axis"]),)
+
+
+SPLIT = _one("split", _split_eager, _split_infer, _split_grad, num_outputs=None)
+
+
+# ---- tile, pad ----------------------------------------------------------------------------------
+def _tile_infer(specs, attrs):
+    x, = specs
+    multiples = [int(m) for m in attrs["multiples"]]
+    if len(multiples) != len(x.shape) or any(m < 0 for m in multiples):
+        checks.fail("tile", f"multiples {multiples} must have one non-negative entry per "
+                    f"dimension of the input of shape {checks.fmt_shape(x.shape)}.")
+    return [Spec(tuple(None if d is None else d * m for d, m in zip(x.shape, multiples)),
+                 x.dtype)]
+
+
+def _tile_grad(record, grads):
+    x = record.inputs[0]
+    multiples = [int(m) for m in record.attrs["multiples"]]
+    split = []
+    for m, d in zip(multiples, x.shape):
+        split += [m, d]
+    summed = M.reduce_sum(A.reshape(grads[0], split), axis=list(range(0, 2 * x.ndim, 2)))
+    return (summed,)
+
+
+TILE = _one("tile", lambda arrays, attrs: np.tile(arrays[0], [int(m) for m in attrs["multiples"]]),
+            _tile_infer, _tile_grad)
+
+
+def _pad_infer(specs, attrs):
+    x = specs[0]
+    pads = np.asarray(attrs["paddings"]).reshape(-1, 2) if len(x.shape) else np.zeros((0, 2))
+    if pads.shape != (len(x.shape), 2) or (pads < 0).any():
+        checks.fail("pad", f"paddings must be non-negative with shape [{len(x.shape)}, 2] for an "
+                    f"input of shape {checks.fmt_shape(x.shape)}, got {attrs['paddings']}.")
+    return [Spec(tuple(None if d is None else d + int(a) + int(b)
+                       for d, (a, b) in zip(x.shape, pads)), x.dtype)]
+
+
+def _pad_eager(arrays, attrs):
+    pads = np.asarray(attrs["paddings"], dtype=np.int64).reshape(-1, 2)
+    return np.pad(arrays[0], pads, constant_values=attrs["constant_values"])
+
+
+def _pad_grad(record, grads):
+    x = record.inputs[0]
+    pads = np.asarray(record.attrs["paddings"]).reshape(-1, 2)
+    index = tuple(slice(int(a), int(a) + d) for (a, _), d in zip(pads, x.shape))
+    return (grads[0][index],)
+
+
+PAD = _one("pad", _pad_eager, _pad_infer, _pad_grad)
+
+
+# ---- gather, segment sums, one_hot ----------------------------------------------------------------
+def _gather_infer(specs, attrs):
+    params, indices = specs
+    if indices.dtype.kind not in "iu":
+        raise TypeError(f"gather: indices must be int32 or int64, got "
+                        f"{checks.dtype_name(indices.dtype)}.")
+    if len(params.shape) == 0:
+        checks.fail("gather", "params must have rank >= 1, got a scalar.")
+    axis = checks.axis("gather", attrs["axis"], len(params.shape))
+    return [Spec(params.shape[:axis] + tuple(indices.shape) + params.shape[axis + 1:],
+                 params.dtype)]
+
+
+def check_indices(op_name, indices, limit, what="indices"):
+    """Every index in [0, limit), or InvalidArgumentError naming the first that is not."""
+    if indices.size:
+        bad = (indices < 0) | (indices >= limit)
+        if bad.any():
+            where = np.argwhere(bad)[0]
+            pos = ",".join(str(i) for i in where)
+            checks.fail(op_name, f"{what}[{pos}] = {indices[tuple(where)]} is not in "
+                        f"[0, {limit}).")
+
+
+def _gather_check(arrays, attrs):
+    params, indices = arrays
+    axis = checks.axis("gather", attrs["axis"], params.ndim)
+    check_indices("gather", indices, params.shape[axis])
+
+
+def _gather_grad(record, grads):
+    params, indices = record.inputs
+    axis = checks.axis("gather", record.attrs["axis"], params.ndim)
+    g = grads[0]
+    n_index_dims = indices.ndim
+    # Bring the index dimensions to the front, sum rows that share an index, move back.
+    front = list(range(axis, axis + n_index_dims))
+    rest = [i for i in range(g.ndim) if i not in front]
+    moved = A.transpose(g, front + rest) if axis else g
+    summed = M.unsorted_segment_sum(moved, indices, params.shape[axis])
+    if axis:
+        perm = list(range(1, axis + 1)) + [0] + list(range(axis + 1, params.ndim))
+        summed = A.transpose(summed, perm)
+    return summed, None
+
+
+GATHER = _one("gather",
+              lambda arrays, attrs: kernels.gather(arrays[0], arrays[1],
+                                                   checks.axis("gather", attrs["axis"],
+                                                               arrays[0].ndim)),
+              _gather_infer, _gather_grad, check_values=_gather_check)
+
+
+def _segment_infer(specs, attrs):
+    data, ids = specs
+    if ids.dtype.kind not in "iu":
+        raise TypeError("unsorted_segment_sum: segment_ids must be int32 or int64.")
+    n = len(ids.shape)
+    if tuple(data.shape[:n]) != tuple(ids.shape):
+        checks.fail("unsorted_segment_sum", f"segment_ids shape {checks.fmt_shape(ids.shape)} "
+                    f"must be a prefix of data shape {checks.fmt_shape(data.shape)}.")
+    if attrs["num_segments"] < 0:
+        checks.fail("unsorted_segment_sum", "num_segments must be >= 0.")
+    return [Spec((attrs["num_segments"],) + tuple(data.shape[n:]), data.dtype)]
+
+
+UNSORTED_SEGMENT_SUM = _one(
+    "unsorted_segment_sum",
+    lambda arrays, attrs: kernels.unsorted_segment_sum(arrays[0], arrays[1],
+                                                       attrs["num_segments"]),
+    _segment_infer,
+    lambda record, grads: (A.gather(grads[0], record.inputs[1]), None),
+    check_values=lambda arrays, attrs: check_indices("unsorted_segment_sum", arrays[1],
+                                                     attrs["num_segments"], "segment_ids"))
+
+
+def _one_hot_infer(specs, attrs):
+    indices, = specs
+    if indices.dtype.kind not in "iu":
+        raise TypeError("one_hot: indices must be an integer tensor.")
+    if attrs["depth"] < 0:
+        checks.fail("one_hot", f"depth must be >= 0, got {attrs['depth']}.")
+    rank = len(indices.shape) + 1
+    axis = checks.axis("one_hot", attrs["axis"], rank)
+    shape = list(indices.shape)
+    shape.insert(axis, attrs["depth"])
+    return [Spec(tuple(shape), np.dtype(attrs["dtype"]))]
+
+
+ONE_HOT = _one("one_hot",
+               lambda arrays, attrs: kernels.one_hot(
+                   arrays[0], attrs["depth"], attrs["on_value"], attrs["off_value"],
+                   checks.axis("one_hot", attrs["axis"], arrays[0].ndim + 1), attrs["dtype"]),
+               _one_hot_infer)
+
+
+# ---- slicing ------------------------------------------------------------------------------------
+def slice_shape(op_name, shape, spec):
+    """The result shape of indexing ``shape`` with a normalized index ``spec``."""
+    out = []
+    dim = 0
+    for item in spec:
+        if item is None:
+            out.append(1)
+        elif isinstance(item, slice):
+            size = shape[dim]
+            out.append(None if size is None else len(range(*item.indices(size))))
+            dim += 1
+        else:
+            size = shape[dim]
+            if size is not None and not -size <= item < size:
+                checks.fail(op_name, f"slice index {item} of dimension {dim} out of bounds "
+                            f"(size {size}, shape {checks.fmt_shape(shape)}).")
+            dim += 1
+    return tuple(out) + tuple(shape[dim:])
+
+
+def _slice_infer(specs, attrs):
+    return [Spec(slice_shape("strided_slice", specs[0].shape, attrs["spec"]), specs[0].dtype)]
+
+
+STRIDED_SLICE = _one(
+    "strided_slice", lambda arrays, attrs: np.ascontiguousarray(arrays[0][attrs["spec"]]),
+    _slice_infer,
+    lambda record, grads: (A.strided_slice_grad(grads[0], record.inputs[0].shape,
+                                                record.attrs["spec"]),))
+
+
+def _slice_grad_eager(arrays, attrs):
+    g, = arrays
+    out = np.zeros(attrs["shape"], g.dtype)
+    out[attrs["spec"]] = g
+    return out
+
+
+STRIDED_SLICE_GRAD = _one(
+    "strided_slice_grad", _slice_grad_eager,
+    lambda specs, attrs: [Spec(tuple(attrs["shape"]), specs[0].dtype)],
+    lambda record, grads: (A.strided_slice(grads[0], record.attrs["spec"]),))

@@ -1,0 +1,99 @@
+"""Shared pieces of shape/dtype rules.  Dimensions may be None (unknown while tracing)."""
+import numpy as np
+
+from hybridtf.framework import dtypes
+from hybridtf.framework.errors import InvalidArgumentError
+
+
+def fail(op_name, message):
+    raise InvalidArgumentError(None, op_name, f"{op_name}: {message}")
+
+
+def fmt_shape(shape):
+    return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def dtype_name(np_dtype):
+    return dtypes.of_array(np.empty(0, np_dtype)).name if np_dtype != object else "string"
+
+
+def broadcast(op_name, shapes):
+    """The broadcast of ``shapes`` (NumPy rules), or InvalidArgumentError naming them."""
+    rank = max(len(s) for s in shapes)
+    out = []
+    for i in range(rank):
+        dim = 1
+        for s in shapes:
+            j = i - (rank - len(s))
+            if j < 0:
+                continue
+            d = s[j]
+            if d == 1:
+                continue
+            if dim == 1:
+                dim = d
+            elif d is None or dim is None:
+                dim = dim if d is None else d
+            elif d != dim:
+                fail(op_name, "Incompatible shapes: " + " vs. ".join(fmt_shape(s) for s in shapes)
+                     + ". Operands must have equal dimensions or 1 where they differ.")
+        out.append(dim)
+    return tuple(out)
+
+
+def same_dtype(op_name, specs, names=("x", "y", "z")):
+    first = specs[0].dtype
+    for name, spec in zip(names[1:], specs[1:]):
+        if spec.dtype != first:
+            fail(op_name, f"{names[0]} has dtype {dtype_name(first)} but {name} has dtype "
+                 f"{dtype_name(spec.dtype)} (shapes {fmt_shape(specs[0].shape)} and "
+                 f"{fmt_shape(spec.shape)}). Cast one of them with tf.cast.")
+    return first
+
+
+def allowed_dtype(op_name, np_dtype, allowed, what="x"):
+    if dtype_name(np_dtype) not in allowed:
+        raise TypeError(f"{op_name}: {what} has dtype {dtype_name(np_dtype)}, which this op does "
+                        f"not support; allowed: {', '.join(allowed)}.")
+
+
+def axis(op_name, value, rank, what="axis"):
+    """A single axis normalized to [0, rank)."""
+    try:
+        value = int(value)
+    except TypeError:
+        fail(op_name, f"{what} must be an integer, got {value!r}.")
+    if not -rank <= value < rank:
+        fail(op_name, f"{what} {value} is out of range for a tensor of rank {rank} "
+             f"(expected [{-rank}, {rank})).")
+    return value + rank if value < 0 else value
+
+
+def axes(op_name, value, rank):
+    """``axis`` argument of a reduction: None -> all, int or list -> sorted unique tuple."""
+    if value is None:
+        return tuple(range(rank))
+    if np.ndim(value) == 0:
+        value = [value]
+    values = np.asarray(value).reshape(-1).tolist()
+    if rank == 0:
+        for v in values:
+            _scalar_axis(op_name, v)
+        return ()
+    return tuple(sorted({axis(op_name, v, rank) for v in values}))
+
+
+def _scalar_axis(op_name, v):
+    # TF accepts axis 0 / -1 on scalars as "no axes".
+    if v not in (0, -1):
+        fail(op_name, f"axis {v} is out of range for a scalar (rank 0).")
+    return None
+
+
+def num_elements(shape):
+    n = 1
+    for d in shape:
+        if d is None:
+            return None
+        n *= d
+    return n

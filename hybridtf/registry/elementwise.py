@@ -1,0 +1,139 @@
+"""Elementwise ops: one entry per op (kernel: the scalar function in ``ops.elementwise``)."""
+from ops import elementwise as kernels
+
+from hybridtf.api import array_ops as A
+from hybridtf.api import math_ops as M
+from hybridtf.registry import OpDef, Spec, checks, register
+
+
+def _infer(name, scalar):
+    def infer(specs, attrs):
+        if name == "select":
+            if specs[0].dtype.kind != "b":
+                raise TypeError(f"where: condition must be bool, got "
+                                f"{checks.dtype_name(specs[0].dtype)}.")
+            dtype = checks.same_dtype(name, specs[1:])
+        else:
+            dtype = checks.same_dtype(name, specs)
+        checks.allowed_dtype(name, dtype, scalar.dtypes)
+        shape = checks.broadcast(name, [s.shape for s in specs])
+        return [Spec(shape, bool if scalar.bool_output else dtype)]
+    return infer
+
+
+def _eager(name):
+    def eager(arrays, attrs):
+        return kernels.ufunc(name, arrays[-1].dtype.name)(*arrays)
+    return eager
+
+
+def _no_integer_zero_divisor(arrays, attrs):
+    x, y = arrays
+    if y.dtype.kind in "iu" and (y == 0).any():
+        checks.fail("floordiv", "Integer division by zero.")
+
+
+def define(name, grad=None, check_values=None):
+    scalar = kernels.SCALAR_OPS[name]
+    return register(OpDef(name, "elementwise", _eager(name), _infer(name, scalar), grad,
+                          check_values=check_values, scalar=scalar))
+
+
+def unbroadcast(grad, shape):
+    """Sums ``grad`` over the dimensions that broadcasting added or stretched to reach it."""
+    gshape = tuple(grad.shape)
+    shape = tuple(shape)
+    if gshape == shape:
+        return grad
+    lead = len(gshape) - len(shape)
+    axes = list(range(lead)) + [lead + i for i, d in enumerate(shape)
+                                if d == 1 and gshape[lead + i] != 1]
+    if axes:
+        grad = M.reduce_sum(grad, axis=axes, keepdims=True)
+    return A.reshape(grad, shape)
+
+
+def _binary_grad(fx, fy):
+    """A gradient rule from the per-operand partials, summing over broadcast dimensions."""
+    def grad(record, grads):
+        g, = grads
+        x, y = record.inputs
+        gx = unbroadcast(fx(g, x, y, record.outputs[0]), x.shape) if fx else None
+        gy = unbroadcast(fy(g, x, y, record.outputs[0]), y.shape) if fy else None
+        return gx, gy
+    return grad
+
+
+def _unary_grad(f):
+    def grad(record, grads):
+        return (f(grads[0], record.inputs[0], record.outputs[0]),)
+    return grad
+
+
+def _select_grad(record, grads):
+    g, = grads
+    c, x, y = record.inputs
+    zeros = A.zeros_like(g)
+    return (None, unbroadcast(M.where(c, g, zeros), x.shape),
+            unbroadcast(M.where(c, zeros, g), y.shape))
+
+
+def _power_dx(g, x, y, z):
+    return g * y * M.pow(x, y - 1)
+
+
+def _power_dy(g, x, y, z):
+    safe_log = M.where(x > 0, M.log(M.where(x > 0, x, A.ones_like(x))), A.zeros_like(x))
+    return g * z * safe_log
+
+
+ADD = define("add", _binary_grad(lambda g, x, y, z: g, lambda g, x, y, z: g))
+SUBTRACT = define("subtract", _binary_grad(lambda g, x, y, z: g, lambda g, x, y, z: -g))
+MULTIPLY = define("multiply", _binary_grad(lambda g, x, y, z: g * y, lambda g, x, y, z: g * x))
+DIVIDE = define("divide", _binary_grad(lambda g, x, y, z: g / y,
+                                       lambda g, x, y, z: -g * x / (y * y)))
+FLOORDIV = define("floordiv", check_values=_no_integer_zero_divisor)
+FLOORMOD = define("floormod", _binary_grad(lambda g, x, y, z: g,
+                                           lambda g, x, y, z: -g * M.floordiv(x, y)),
+                  check_values=_no_integer_zero_divisor)
+POWER = define("power", _binary_grad(_power_dx, _power_dy))
+MAXIMUM = define("maximum", _binary_grad(
+    lambda g, x, y, z: M.where(x >= y, g, A.zeros_like(g)),
+    lambda g, x, y, z: M.where(x >= y, A.zeros_like(g), g)))
+MINIMUM = define("minimum", _binary_grad(
+    lambda g, x, y, z: M.where(x <= y, g, A.zeros_like(g)),
+    lambda g, x, y, z: M.where(x <= y, A.zeros_like(g), g)))
+SQUARED_DIFFERENCE = define("squared_difference", _binary_grad(
+    lambda g, x, y, z: 2.0 * g * (x - y), lambda g, x, y, z: -2.0 * g * (x - y)))
+EQUAL = define("equal")
+NOT_EQUAL = define("not_equal")
+LESS = define("less")
+LESS_EQUAL = define("less_equal")
+GREATER = define("greater")
+GREATER_EQUAL = define("greater_equal")
+LOGICAL_AND = define("logical_and")
+LOGICAL_OR = define("logical_or")
+LOGICAL_XOR = define("logical_xor")
+SELECT = define("select", _select_grad)
+
+NEGATIVE = define("negative", _unary_grad(lambda g, x, y: -g))
+ABSOLUTE = define("absolute", _unary_grad(lambda g, x, y: g * M.sign(x)))
+SIGN = define("sign", _unary_grad(lambda g, x, y: A.zeros_like(g)))
+SQUARE = define("square", _unary_grad(lambda g, x, y: g * (2.0 * x)))
+SQRT = define("sqrt", _unary_grad(lambda g, x, y: g * 0.5 / y))
+RSQRT = define("rsqrt", _unary_grad(lambda g, x, y: g * -0.5 * y * y * y))
+RECIPROCAL = define("reciprocal", _unary_grad(lambda g, x, y: -g * y * y))
+EXP = define("exp", _unary_grad(lambda g, x, y: g * y))
+EXPM1 = define("expm1", _unary_grad(lambda g, x, y: g * (y + 1.0)))
+LOG = define("log", _unary_grad(lambda g, x, y: g / x))
+LOG1P = define("log1p", _unary_grad(lambda g, x, y: g / (x + 1.0)))
+TANH = define("tanh", _unary_grad(lambda g, x, y: g * (1.0 - y * y)))
+SIGMOID = define("sigmoid", _unary_grad(lambda g, x, y: g * y * (1.0 - y)))
+SOFTPLUS = define("softplus", _unary_grad(lambda g, x, y: g * M.sigmoid(x)))
+SIN = define("sin", _unary_grad(lambda g, x, y: g * M.cos(x)))
+COS = define("cos", _unary_grad(lambda g, x, y: -g * M.sin(x)))
+FLOOR = define("floor")
+CEIL = define("ceil")
+ROUND = define("round_half_to_even")
+RELU = define("relu", _unary_grad(lambda g, x, y: M.where(y > 0, g, A.zeros_like(g))))
+LOGICAL_NOT = define("logical_not")

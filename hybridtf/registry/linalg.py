@@ -1,0 +1,49 @@
+"""Matrix multiplication (2-D and batched, with broadcast batch dimensions)."""
+from ops import linalg as kernels
+
+from hybridtf.api import math_ops as M
+from hybridtf.registry import OpDef, Spec, checks, register
+from hybridtf.registry.elementwise import unbroadcast
+
+MATMUL_DTYPES = ("int32", "int64", "float32", "float64")
+
+
+def _infer(specs, attrs):
+    a, b = specs
+    checks.same_dtype("matmul", specs, names=("a", "b"))
+    checks.allowed_dtype("matmul", a.dtype, MATMUL_DTYPES, "a")
+    if len(a.shape) < 2 or len(b.shape) < 2:
+        checks.fail("matmul", f"inputs must be tensors of rank >= 2, got shapes "
+                    f"{checks.fmt_shape(a.shape)} and {checks.fmt_shape(b.shape)}.")
+    m, k = a.shape[-2:][::-1] if attrs["transpose_a"] else a.shape[-2:]
+    k2, n = b.shape[-2:][::-1] if attrs["transpose_b"] else b.shape[-2:]
+    if k is not None and k2 is not None and k != k2:
+        checks.fail("matmul", f"Matrix size-incompatible: In[0]: {checks.fmt_shape(a.shape)}, "
+                    f"In[1]: {checks.fmt_shape(b.shape)} (transpose_a={attrs['transpose_a']}, "
+                    f"transpose_b={attrs['transpose_b']}); the inner dimensions {k} and {k2} "
+                    "must match.")
+    batch = checks.broadcast("matmul", [a.shape[:-2], b.shape[:-2]])
+    return [Spec(batch + (m, n), a.dtype)]
+
+
+def _grad(record, grads):
+    g, = grads
+    a, b = record.inputs
+    ta, tb = record.attrs["transpose_a"], record.attrs["transpose_b"]
+    if not ta and not tb:
+        ga, gb = M.matmul(g, b, transpose_b=True), M.matmul(a, g, transpose_a=True)
+    elif not ta and tb:
+        ga, gb = M.matmul(g, b), M.matmul(g, a, transpose_a=True)
+    elif ta and not tb:
+        ga, gb = M.matmul(b, g, transpose_b=True), M.matmul(a, g)
+    else:
+        ga, gb = (M.matmul(b, g, transpose_a=True, transpose_b=True),
+                  M.matmul(g, a, transpose_a=True, transpose_b=True))
+    return unbroadcast(ga, a.shape), unbroadcast(gb, b.shape)
+
+
+MATMUL = register(OpDef(
+    "matmul", "opaque",
+    lambda arrays, attrs: kernels.matmul(arrays[0], arrays[1], attrs["transpose_a"],
+                                         attrs["transpose_b"]),
+    _infer, _grad))

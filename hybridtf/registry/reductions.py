@@ -1,0 +1,156 @@
+"""Reductions and scans: sum, mean, max, min, prod, any, all, argmax/argmin, cumsum/cumprod."""
+import numpy as np
+
+from ops import reduce as kernels
+
+from hybridtf.api import array_ops as A
+from hybridtf.api import math_ops as M
+from hybridtf.registry import OpDef, Spec, checks, register
+
+NUMERIC = ("int8", "int16", "int32", "int64", "uint8", "float32", "float64")
+
+
+def _reduced_shape(shape, axes, keepdims):
+    if keepdims:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _reduce_infer(name, allowed):
+    def infer(specs, attrs):
+        x, = specs
+        checks.allowed_dtype(name, x.dtype, allowed, "input_tensor")
+        axes = checks.axes(name, attrs["axis"], len(x.shape))
+        return [Spec(_reduced_shape(x.shape, axes, attrs["keepdims"]), x.dtype)]
+    return infer
+
+
+def _reduce_eager(name, kernel):
+    def eager(arrays, attrs):
+        x, = arrays
+        return kernel(x, checks.axes(name, attrs["axis"], x.ndim), attrs["keepdims"])
+    return eager
+
+
+def _kept_shape(x, attrs):
+    """The output shape with reduced axes kept as 1s, to broadcast a gradient back to x."""
+    axes = checks.axes("reduce", attrs["axis"], x.ndim)
+    return axes, [1 if i in axes else d for i, d in enumerate(x.shape)]
+
+
+def _sum_grad(record, grads):
+    x = record.inputs[0]
+    _, kept = _kept_shape(x, record.attrs)
+    return (A.broadcast_to(A.reshape(grads[0], kept), x.shape),)
+
+
+def _mean_grad(record, grads):
+    x = record.inputs[0]
+    axes, kept = _kept_shape(x, record.attrs)
+    count = int(np.prod([x.shape[i] for i in axes])) if axes else 1
+    return (A.broadcast_to(A.reshape(grads[0], kept), x.shape) / max(count, 1),)
+
+
+def _extremum_grad(record, grads):
+    # Ties share the gradient equally, as TF.
+    x, y = record.inputs[0], record.outputs[0]
+    axes, kept = _kept_shape(x, record.attrs)
+    hits = M.cast(M.equal(x, A.reshape(y, kept)), x.dtype)
+    count = M.reduce_sum(hits, axis=list(axes), keepdims=True)
+    return (hits / count * A.reshape(grads[0], kept),)
+
+
+def _prod_grad(record, grads):
+    # Product of all other elements = exclusive cumprod from the left times from the right,
+    # which stays exact when x contains zeros.
+    x = record.inputs[0]
+    axes, kept = _kept_shape(x, record.attrs)
+    rank = x.ndim
+    others = [i for i in range(rank) if i not in axes]
+    perm = others + list(axes)
+    moved = A.transpose(x, perm)
+    flat = A.reshape(moved, [-1, int(np.prod([x.shape[i] for i in axes]))])
+    left = M.cumprod(flat, axis=1, exclusive=True)
+    right = M.cumprod(flat, axis=1, exclusive=True, reverse=True)
+    g_moved = A.transpose(A.broadcast_to(A.reshape(grads[0], kept), x.shape), perm)
+    result = A.reshape(left * right, moved.shape) * g_moved
+    inverse = list(np.argsort(perm))
+    return (A.transpose(result, inverse),)
+
+
+def _define(name, kernel, grad, allowed=NUMERIC):
+    return register(OpDef("reduce_" + name, "reduction", _reduce_eager(name, kernel),
+                          _reduce_infer("reduce_" + name, allowed), grad))
+
+
+SUM = _define("sum", kernels.reduce_sum, _sum_grad)
+MEAN = _define("mean", kernels.reduce_mean, _mean_grad)
+MAX = _define("max", kernels.reduce_max, _extremum_grad)
+MIN = _define("min", kernels.reduce_min, _extremum_grad)
+PROD = _define("prod", kernels.reduce_prod, _prod_grad)
+ANY = _define("any", kernels.reduce_any, None, ("bool",))
+ALL = _define("all", kernels.reduce_all, None, ("bool",))
+
+
+def _arg_infer(name):
+    def infer(specs, attrs):
+        x, = specs
+        checks.allowed_dtype(name, x.dtype, NUMERIC, "input")
+        if len(x.shape) == 0:
+            checks.fail(name, "input must have rank >= 1, got a scalar.")
+        axis = checks.axis(name, attrs["axis"], len(x.shape))
+        if x.shape[axis] == 0:
+            checks.fail(name, f"Reduction axis {axis} is empty in shape {checks.fmt_shape(x.shape)}.")
+        if np.dtype(attrs["output_type"]) not in (np.dtype(np.int32), np.dtype(np.int64)):
+            raise TypeError(f"{name}: output_type must be int32 or int64.")
+        return [Spec(tuple(d for i, d in enumerate(x.shape) if i != axis), attrs["output_type"])]
+    return infer
+
+
+def _arg_eager(kernel):
+    def eager(arrays, attrs):
+        x, = arrays
+        return kernel(x, checks.axis("arg", attrs["axis"], x.ndim), attrs["output_type"])
+    return eager
+
+
+ARGMAX = register(OpDef("argmax", "reduction", _arg_eager(kernels.argmax), _arg_infer("argmax")))
+ARGMIN = register(OpDef("argmin", "reduction", _arg_eager(kernels.argmin), _arg_infer("argmin")))
+
+
+def _scan_infer(name):
+    def infer(specs, attrs):
+        x, = specs
+        checks.allowed_dtype(name, x.dtype, NUMERIC)
+        checks.axis(name, attrs["axis"], max(len(x.shape), 1))
+        return [Spec(x.shape, x.dtype)]
+    return infer
+
+
+def _scan_eager(kernel):
+    def eager(arrays, attrs):
+        x, = arrays
+        return kernel(x, checks.axis("scan", attrs["axis"], x.ndim), attrs["exclusive"],
+                      attrs["reverse"])
+    return eager
+
+
+def _cumsum_grad(record, grads):
+    a = record.attrs
+    return (M.cumsum(grads[0], axis=a["axis"], exclusive=a["exclusive"],
+                     reverse=not a["reverse"]),)
+
+
+def _cumprod_grad(record, grads):
+    # TF's rule: valid where x has no zeros.
+    a = record.attrs
+    x, y = record.inputs[0], record.outputs[0]
+    summed = M.cumsum(y * grads[0], axis=a["axis"], exclusive=a["exclusive"],
+                      reverse=not a["reverse"])
+    return (summed / x,)
+
+
+CUMSUM = register(OpDef("cumsum", "opaque", _scan_eager(kernels.cumsum), _scan_infer("cumsum"),
+                        _cumsum_grad))
+CUMPROD = register(OpDef("cumprod", "opaque", _scan_eager(kernels.cumprod),
+                         _scan_infer("cumprod"), _cumprod_grad))

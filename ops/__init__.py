@@ -1,0 +1,1 @@
+"""hybridtf's kernel library: Numba kernels over NumPy arrays; never imports hybridtf."""
