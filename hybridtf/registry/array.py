@@ -54,7 +54,7 @@ def _perm(op_name, perm, rank):
 
 TRANSPOSE = _one(
     "transpose",
-    lambda arrays, attrs: np.ascontiguousarray(
+    lambda arrays, attrs: checks.contiguous(
         arrays[0].transpose(_perm("transpose", attrs["perm"], arrays[0].ndim))),
     lambda specs, attrs: [Spec(tuple(specs[0].shape[p] for p in
                                      _perm("transpose", attrs["perm"], len(specs[0].shape))),
@@ -75,7 +75,7 @@ def _broadcast_infer(specs, attrs):
 
 BROADCAST_TO = _one(
     "broadcast_to",
-    lambda arrays, attrs: np.ascontiguousarray(np.broadcast_to(arrays[0], tuple(attrs["shape"]))),
+    lambda arrays, attrs: checks.contiguous(np.broadcast_to(arrays[0], tuple(attrs["shape"]))),
     _broadcast_infer,
     lambda record, grads: (unbroadcast(grads[0], record.inputs[0].shape),))
 
@@ -340,7 +340,7 @@ def _slice_infer(specs, attrs):
 
 
 STRIDED_SLICE = _one(
-    "strided_slice", lambda arrays, attrs: np.ascontiguousarray(arrays[0][attrs["spec"]]),
+    "strided_slice", lambda arrays, attrs: checks.contiguous(arrays[0][attrs["spec"]]),
     _slice_infer,
     lambda record, grads: (A.strided_slice_grad(grads[0], record.inputs[0].shape,
                                                 record.attrs["spec"]),))

@@ -90,6 +90,13 @@ def _scalar_axis(op_name, v):
     return None
 
 
+def contiguous(array):
+    """``array`` as a C-contiguous ndarray of the same shape (np.ascontiguousarray turns a 0-d
+    array into shape (1,))."""
+    array = np.asarray(array)
+    return array if array.flags.c_contiguous else np.ascontiguousarray(array)
+
+
 def num_elements(shape):
     n = 1
     for d in shape:

@@ -119,7 +119,7 @@ def _xent_grad(record, grads):
 XENT = register(OpDef(
     "softmax_cross_entropy_with_logits", "opaque",
     lambda arrays, attrs: kernels.softmax_cross_entropy(
-        arrays[0], np.ascontiguousarray(np.broadcast_to(arrays[1], arrays[0].shape))),
+        arrays[0], checks.contiguous(np.broadcast_to(arrays[1], arrays[0].shape))),
     _xent_infer, _xent_grad, num_outputs=2))
 
 

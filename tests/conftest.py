@@ -1,0 +1,19 @@
+"""Test configuration: a reusable Numba/kernel cache and hypothesis profiles."""
+import os
+import pathlib
+
+# Compiled kernels are cached on disk so that a second run (and CI's reuse of its cache
+# directory) skips Numba's slow compilation.  Must be set before numba is imported.
+_CACHE = pathlib.Path(__file__).resolve().parent.parent / ".numba_cache"
+os.environ.setdefault("NUMBA_CACHE_DIR", str(_CACHE))
+os.environ.setdefault("HYBRIDTF_CACHE_DIR", str(_CACHE))
+
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+settings.register_profile(
+    "default", max_examples=25, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile(
+    "thorough", max_examples=300, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
