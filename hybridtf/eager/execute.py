@@ -123,20 +123,20 @@ def execute_binary(op, x, y):
     ufunc = op.fast.get(a.dtype) or _fast_kernel(op, a.dtype)
     if op.check_values is not None:
         op.check_values((a, b), None)
-    if a.size < LOOP_MIN_SIZE and b.size < LOOP_MIN_SIZE:
-        result = ufunc(a, b)
-    elif b.ndim == 0 and a.flags.c_contiguous:
-        result = np.empty(a.shape, ufunc.types[0][-1])
-        elementwise.kernels(op.scalar.name).loop_as(a.reshape(-1), b[()], result.reshape(-1))
-    elif a.ndim == 0 and b.flags.c_contiguous:
-        result = np.empty(b.shape, ufunc.types[0][-1])
-        elementwise.kernels(op.scalar.name).loop_sa(a[()], b.reshape(-1), result.reshape(-1))
-    else:
-        try:
+    try:  # free unless raised; NumPy checks broadcasting before running any loop
+        if a.size < LOOP_MIN_SIZE and b.size < LOOP_MIN_SIZE:
             result = ufunc(a, b)
-        except ValueError:
-            op.infer([Spec(a.shape, a.dtype), Spec(b.shape, b.dtype)], None)  # raises
-            raise
+        elif b.ndim == 0 and a.flags.c_contiguous:
+            result = np.empty(a.shape, ufunc.types[0][-1])
+            elementwise.kernels(op.scalar.name).loop_as(a.reshape(-1), b[()], result.reshape(-1))
+        elif a.ndim == 0 and b.flags.c_contiguous:
+            result = np.empty(b.shape, ufunc.types[0][-1])
+            elementwise.kernels(op.scalar.name).loop_sa(a[()], b.reshape(-1), result.reshape(-1))
+        else:
+            result = ufunc(a, b)
+    except ValueError:
+        op.infer([Spec(a.shape, a.dtype), Spec(b.shape, b.dtype)], None)  # raises
+        raise
     out = Tensor(result)
     if tape_lib.ACTIVE and op.grad is not None:
         if y is None:
