@@ -27,6 +27,15 @@ def test_print_formats_like_tf():
     assert _printed(tf.Variable([1.5, 2.0])) == "[1.5 2]\n"
 
 
+def test_print_uses_tf_float_digits():
+    # The seed notebook's while-loop output: float32 values with up to 9 significant digits.
+    values = tf.constant([0.207458138, 0.0565127134, 0.92794323, 0.1])
+    assert _printed(values, summarize=-1) == "[0.207458138 0.0565127134 0.92794323 0.1]\n"
+    assert _printed(tf.constant(0.1, tf.float64)) == "0.1\n"
+    assert _printed(tf.constant(1 / 3, tf.float64)) == "0.33333333333333331\n"
+    assert _printed(tf.constant([1e-8, 12345678.0])) == "[1e-08 12345678]\n"
+
+
 def test_print_defaults_to_stderr(capsys):
     tf.print(tf.constant([1.0, 2.5]))
     captured = capsys.readouterr()

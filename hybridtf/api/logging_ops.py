@@ -7,16 +7,26 @@ from hybridtf.framework import nest
 from hybridtf.framework.tensor import Tensor
 
 
+def _format_float(value):
+    """TF's float printing: the short form (6 significant digits for float32, 15 for float64)
+    when it reads back as the same number, else enough digits to round-trip (9 or 17)."""
+    if isinstance(value, np.float32) or isinstance(value, np.float16):
+        short, full, kind = 6, 9, np.float32
+    else:
+        short, full, kind = 15, 17, np.float64
+    text = "%.*g" % (short, value)
+    if kind(text) != kind(value) and not np.isnan(value):
+        text = "%.*g" % (full, value)
+    return {"inf": "inf", "-inf": "-inf", "nan": "nan"}.get(text, text)
+
+
 def _format_scalar(value):
     if isinstance(value, (bytes, np.bytes_)):
         return value.decode(errors="replace")
     if isinstance(value, (bool, np.bool_)):
         return "true" if value else "false"
     if isinstance(value, (np.floating, float)):
-        if np.isfinite(value) and float(value).is_integer():
-            return str(int(value))
-        return np.format_float_positional(value, trim="-") if 1e-4 <= abs(value) < 1e16 \
-            else np.format_float_scientific(value, trim="-")
+        return _format_float(value)
     return str(value)
 
 

@@ -12,21 +12,26 @@ _INT32_MIN, _INT32_MAX = -2**31, 2**31 - 1
 _PY_SCALARS = (int, float, bool)
 
 
-def _infer_numpy(value):
-    """A NumPy array for a Python value (scalar or nested list), with TF's default dtype."""
+def _raw_numpy(value):
+    """A NumPy array for a Python value (scalar or nested list), at full precision."""
     if isinstance(value, (str, bytes)):
         return np.array(_as_bytes(value), dtype=object)
     array = np.array(_unwrap_tensors(value))
-    kind = array.dtype.kind
-    if kind == "f":
-        if array.dtype != np.float64 or not _from_numpy_scalars(value):
-            array = array.astype(np.float32)
-    elif kind in "iu":
-        if array.dtype.itemsize == 8 and not _from_numpy_scalars(value):
-            fits = array.size == 0 or (array.min() >= _INT32_MIN and array.max() <= _INT32_MAX)
-            array = array.astype(np.int32 if fits else np.int64)
-    elif kind in "SUO":
+    if array.dtype.kind in "SUO":
         array = np.vectorize(_as_bytes, otypes=[object])(array)
+    return array
+
+
+def _with_default_dtype(array, value):
+    """TF's default dtypes for Python values: float32 for floats, int32 for ints that fit."""
+    if _from_numpy_scalars(value):
+        return array
+    kind = array.dtype.kind
+    if kind == "f" and array.dtype == np.float64:
+        return array.astype(np.float32)
+    if kind in "iu" and array.dtype.itemsize == 8:
+        fits = array.size == 0 or (array.min() >= _INT32_MIN and array.max() <= _INT32_MAX)
+        return array.astype(np.int32 if fits else np.int64)
     return array
 
 
@@ -73,7 +78,9 @@ def to_numpy(value, dtype=None):
     elif isinstance(value, np.generic):
         array = np.asarray(value)
     else:
-        array = _infer_numpy(value)
+        array = _raw_numpy(value)
+        if dtype is None:
+            return _with_default_dtype(array, value)
     if dtype is not None:
         array = _cast_checked(array, dtypes.as_dtype(dtype), value)
     return array
