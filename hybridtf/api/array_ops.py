@@ -7,8 +7,8 @@ from hybridtf.eager.execute import as_tensor, execute, execute1
 from hybridtf.framework import dtypes
 from hybridtf.framework.constant_op import to_numpy
 from hybridtf.framework.tensor import Tensor
+from hybridtf.registry import Spec, checks
 from hybridtf.registry import array as AR
-from hybridtf.registry import checks
 
 newaxis = None
 
@@ -18,10 +18,16 @@ def _shape_list(shape, op_name="shape"):
         shape = np.asarray(shape).reshape(-1).tolist()
     elif hasattr(shape, "as_list"):
         shape = shape.as_list()
+    elif shape is None or isinstance(shape, str):
+        raise TypeError(f"{op_name}: shape must be a list of integers or a 1-D integer tensor, "
+                        f"got {shape!r}.")
     elif np.ndim(shape) == 0:
         shape = [shape]
-    out = [int(d) for d in shape]
-    return out
+    try:
+        return [int(d) for d in shape]
+    except (TypeError, ValueError):
+        raise TypeError(f"{op_name}: shape must be a list of integers or a 1-D integer tensor, "
+                        f"got {shape!r}.") from None
 
 
 def _creation_dims(shape, op_name):
@@ -118,7 +124,7 @@ def reshape(tensor, shape, name=None):
 
 def _recording():
     from hybridtf.eager import tape
-    return bool(tape.ACTIVE)
+    return bool(tape.STATE.active)
 
 
 def transpose(a, perm=None, conjugate=False, name="transpose"):
@@ -171,9 +177,12 @@ def stop_gradient(input, name=None):  # noqa: A002
 # ---- joins and splits -----------------------------------------------------------------------------
 def concat(values, axis, name="concat"):
     tensors = [as_tensor(v) for v in values]
+    attrs = {"axis": int(axis)}
     if len(tensors) == 1:
+        # Nothing to join, but the axis must still be valid (as TF checks it).
+        AR.CONCAT.infer([Spec(tensors[0]._value.shape, tensors[0]._value.dtype)], attrs)
         return identity(tensors[0])
-    return execute1(AR.CONCAT, tensors, {"axis": int(axis)})
+    return execute1(AR.CONCAT, tensors, attrs)
 
 
 def stack(values, axis=0, name="stack"):
@@ -223,6 +232,8 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
     mode = mode.upper()
     pads = np.asarray(np.asarray(paddings) if not isinstance(paddings, Tensor)
                       else np.asarray(paddings), dtype=np.int64)
+    if pads.size == 0:
+        pads = pads.reshape(0, 2)  # a scalar's paddings: [] is the empty [0, 2] matrix
     if mode == "CONSTANT":
         return execute1(AR.PAD, [x], {"paddings": pads.tolist(), "mode": mode,
                                       "constant_values": constant_values})
@@ -284,9 +295,10 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
     """One-hot vectors of length ``depth`` (indices outside [0, depth) give all off_value)."""
     i = as_tensor(indices)
     if dtype is None:
+        # TF: the dtype of on_value / off_value where given (a Python int is int32), else float32.
         for value in (on_value, off_value):
-            if isinstance(value, Tensor):
-                dtype = value.dtype
+            if value is not None:
+                dtype = as_tensor(value).dtype
                 break
         else:
             dtype = dtypes.float32

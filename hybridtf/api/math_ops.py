@@ -303,12 +303,22 @@ def reduce_all(input_tensor, axis=None, keepdims=False, name=None):
     return _reduce(R.ALL, input_tensor, axis, keepdims)
 
 
+def _floating_input(op_name, x):
+    if not x.dtype.is_floating:
+        raise TypeError(f"{op_name}: input_tensor has dtype {x.dtype.name} (shape "
+                        f"{x.shape.as_list()}), but this op needs float32 or float64; cast it "
+                        "with tf.cast.")
+
+
 def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
     """log(sum(exp(x))) over ``axis``, computed stably."""
     x = as_tensor(input_tensor)
-    from hybridtf.api.array_ops import stop_gradient
+    _floating_input("reduce_logsumexp", x)
+    from hybridtf.api.array_ops import stop_gradient, zeros_like
     m = stop_gradient(reduce_max(x, axis=axis, keepdims=True))
-    m = where(equal(m, m), m, multiply(m, 0))  # keep NaN-free shift for all-(-inf) rows
+    # Shift by the max only where it is finite (as TF): an all -inf row gives -inf, a row with
+    # +inf gives +inf, and an empty reduction gives log(0) = -inf -- never inf - inf = NaN.
+    m = where(less(abs(m), np.inf), m, zeros_like(m))
     out = add(log(reduce_sum(exp(subtract(x, m)), axis=axis, keepdims=True)), m)
     if not keepdims:
         from hybridtf.api.array_ops import reshape
@@ -318,12 +328,16 @@ def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
 
 
 def reduce_variance(input_tensor, axis=None, keepdims=False, name=None):
+    """Population variance over ``axis`` (floating point input only, as TF)."""
     x = as_tensor(input_tensor)
+    _floating_input("reduce_variance", x)
     mean = reduce_mean(x, axis=axis, keepdims=True)
     return reduce_mean(square(subtract(x, mean)), axis=axis, keepdims=keepdims)
 
 
 def reduce_std(input_tensor, axis=None, keepdims=False, name=None):
+    """Population standard deviation over ``axis`` (floating point input only, as TF)."""
+    _floating_input("reduce_std", as_tensor(input_tensor))
     return sqrt(reduce_variance(input_tensor, axis=axis, keepdims=keepdims))
 
 
@@ -370,23 +384,51 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
                                          "transpose_b": bool(transpose_b or adjoint_b)})
 
 
+def _axis_list(value):
+    """One side of tensordot's ``axes`` pair (an int, a list or a 1-D tensor) as a list."""
+    if isinstance(value, (list, tuple)):
+        return [int(i) for i in value]
+    return [int(i) for i in np.asarray(value).reshape(-1)]
+
+
 def tensordot(a, b, axes, name=None):
     """Sum over the given axes of a and b (an int n: last n of a with first n of b)."""
     from hybridtf.api.array_ops import reshape, transpose
+    from hybridtf.registry import Spec, checks
     at, bt = binary_operands("tensordot", a, b)
-    if isinstance(axes, int):
-        a_axes = list(range(at.ndim - axes, at.ndim))
-        b_axes = list(range(axes))
+    checks.same_dtype("tensordot", [Spec(at._value.shape, at._value.dtype),
+                                    Spec(bt._value.shape, bt._value.dtype)], names=("a", "b"))
+    ashape, bshape = at.shape.as_list(), bt.shape.as_list()
+    if isinstance(axes, Tensor):
+        axes = axes.numpy().tolist()
+    if not isinstance(axes, (list, tuple)) and np.ndim(axes) == 0:
+        n = int(axes)
+        if not 0 <= n <= min(at.ndim, bt.ndim):
+            fail("tensordot", f"axes={n} must be in [0, {min(at.ndim, bt.ndim)}] for a of shape "
+                 f"{ashape} and b of shape {bshape}.")
+        a_axes, b_axes = list(range(at.ndim - n, at.ndim)), list(range(n))
     else:
-        a_axes, b_axes = ([axes[0]] if np.ndim(axes[0]) == 0 else list(axes[0]),
-                          [axes[1]] if np.ndim(axes[1]) == 0 else list(axes[1]))
-    a_axes = [ax % at.ndim for ax in a_axes]
-    b_axes = [ax % bt.ndim for ax in b_axes]
+        if len(axes) != 2:
+            fail("tensordot", f"axes must be an int or a pair of axis lists, got {axes!r}.")
+        a_axes, b_axes = _axis_list(axes[0]), _axis_list(axes[1])
+        if len(a_axes) != len(b_axes):
+            fail("tensordot", f"axes {a_axes} and {b_axes} must have the same number of axes.")
+    a_axes = [checks.axis("tensordot", ax, at.ndim, "axes") for ax in a_axes]
+    b_axes = [checks.axis("tensordot", ax, bt.ndim, "axes") for ax in b_axes]
+    if len(set(a_axes)) != len(a_axes) or len(set(b_axes)) != len(b_axes):
+        fail("tensordot", f"axes {a_axes} and {b_axes} must not repeat an axis.")
+    for i, j in zip(a_axes, b_axes):
+        if ashape[i] != bshape[j]:
+            fail("tensordot", f"dimension {i} of a (shape {checks.fmt_shape(ashape)}) and "
+                 f"dimension {j} of b (shape {checks.fmt_shape(bshape)}) must match to be summed "
+                 f"over, got {ashape[i]} and {bshape[j]}.")
     a_free = [i for i in range(at.ndim) if i not in a_axes]
     b_free = [i for i in range(bt.ndim) if i not in b_axes]
-    ashape, bshape = at.shape.as_list(), bt.shape.as_list()
+    # Explicit sizes, not -1: any of them may be 0.
     k = int(np.prod([ashape[i] for i in a_axes]))
-    a2 = reshape(transpose(at, a_free + a_axes), [-1, k])
-    b2 = reshape(transpose(bt, b_axes + b_free), [k, -1])
+    m = int(np.prod([ashape[i] for i in a_free]))
+    n = int(np.prod([bshape[i] for i in b_free]))
+    a2 = reshape(transpose(at, a_free + a_axes), [m, k])
+    b2 = reshape(transpose(bt, b_axes + b_free), [k, n])
     out = matmul(a2, b2)
     return reshape(out, [ashape[i] for i in a_free] + [bshape[i] for i in b_free])

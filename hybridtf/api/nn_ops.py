@@ -3,7 +3,7 @@ import numpy as np
 
 from hybridtf.api import array_ops, math_ops
 from hybridtf.eager.execute import as_tensor, binary_operands, execute, execute1
-from hybridtf.registry import checks
+from hybridtf.registry import Spec, checks
 from hybridtf.registry import nn as NN
 
 relu = math_ops.relu
@@ -17,8 +17,13 @@ def relu6(features, name=None):
 
 
 def leaky_relu(features, alpha=0.2, name=None):
+    """features where positive, alpha * features elsewhere (any alpha, as TF's kernel;
+    max(x, alpha * x) would be wrong for alpha > 1).  Integer features are cast to float32."""
     x = as_tensor(features)
-    return math_ops.maximum(x, math_ops.multiply(x, alpha))
+    if not x.dtype.is_floating:
+        x = math_ops.cast(x, "float32")
+    alpha = float(np.asarray(alpha))
+    return math_ops.where(math_ops.greater(x, 0.0), x, math_ops.multiply(x, alpha))
 
 
 def elu(features, name=None):
@@ -63,8 +68,9 @@ def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None, name=None
     if lt.ndim == 2:
         return execute(NN.SPARSE_XENT, [lt, yt], None)[0]
     classes = lt.shape[-1]
-    loss = execute(NN.SPARSE_XENT, [array_ops.reshape(lt, [-1, classes]),
-                                    array_ops.reshape(yt, [-1])], None)[0]
+    rows = int(np.prod(yt.shape.as_list()))  # explicit: -1 cannot be inferred for empty tensors
+    loss = execute(NN.SPARSE_XENT, [array_ops.reshape(lt, [rows, classes]),
+                                    array_ops.reshape(yt, [rows])], None)[0]
     return array_ops.reshape(loss, yt.shape)
 
 
@@ -75,19 +81,34 @@ def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):
         checks.fail("softmax_cross_entropy_with_logits", "logits must have rank >= 1.")
     axis = checks.axis("softmax_cross_entropy_with_logits", axis, lt.ndim)
     if axis != lt.ndim - 1:
-        perm = list(range(lt.ndim))
-        perm[axis], perm[-1] = perm[-1], perm[axis]
-        lt, yt = array_ops.transpose(lt, perm), array_ops.transpose(yt, perm)
-    outer = list(lt.shape[:-1])
+        # Move the class axis last, keeping the other dimensions in order (they are the
+        # loss's shape).
+        perm = [i for i in range(lt.ndim) if i != axis] + [axis]
+        lt = array_ops.transpose(lt, perm)
+        yt = array_ops.transpose(yt, perm) if yt.ndim == lt.ndim else yt
+    outer = lt.shape.as_list()[:-1]
     classes = lt.shape[-1]
-    loss = execute(NN.XENT, [array_ops.reshape(lt, [-1, classes]),
-                             array_ops.reshape(yt, [-1, yt.shape[-1]])], None)[0]
+    rows = int(np.prod(outer))  # explicit: -1 cannot be inferred for empty tensors
+    if yt.ndim == lt.ndim and tuple(yt.shape) == tuple(lt.shape):
+        yt = array_ops.reshape(yt, [rows, classes])
+    loss = execute(NN.XENT, [array_ops.reshape(lt, [rows, classes]), yt], None)[0]
     return array_ops.reshape(loss, outer)
 
 
 def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):
-    """Elementwise logistic loss, computed stably: max(x,0) - x*z + log(1 + exp(-|x|))."""
+    """Elementwise logistic loss, computed stably: max(x,0) - x*z + log(1 + exp(-|x|)).
+
+    labels and logits must have the same shape and dtype (as TF; no broadcasting).
+    """
     x, z = binary_operands("sigmoid_cross_entropy_with_logits", logits, labels)
+    checks.allowed_dtype("sigmoid_cross_entropy_with_logits", x._value.dtype, NN.FLOATS,
+                         "logits")
+    checks.same_dtype("sigmoid_cross_entropy_with_logits",
+                      [Spec(x._value.shape, x._value.dtype), Spec(z._value.shape, z._value.dtype)],
+                      names=("logits", "labels"))
+    if tuple(x.shape) != tuple(z.shape):
+        checks.fail("sigmoid_cross_entropy_with_logits", f"logits and labels must have the same "
+                    f"shape, got {x.shape.as_list()} and {z.shape.as_list()}.")
     return math_ops.relu(x) - x * z + math_ops.log1p(math_ops.exp(-math_ops.abs(x)))
 
 
@@ -99,6 +120,10 @@ def bias_add(value, bias, data_format=None, name=None):
     """value + bias, where bias is 1-D and matches value's channel dimension."""
     v, b = binary_operands("bias_add", value, bias)
     if data_format is not None and data_format.startswith("NC") and v.ndim > 2:
+        if b.ndim != 1 or b.shape[0] != v.shape[1]:
+            checks.fail("bias_add", f"bias must be 1-D with the size of value's channel dimension "
+                        f"(1 for data_format={data_format!r}); got value {v.shape.as_list()} "
+                        f"and bias {b.shape.as_list()}.")
         return math_ops.add(v, array_ops.reshape(b, [-1] + [1] * (v.ndim - 2)))
     return execute1(NN.BIAS_ADD, [v, b], None)
 
@@ -106,12 +131,10 @@ def bias_add(value, bias, data_format=None, name=None):
 # ---- convolution and pooling ----------------------------------------------------------------------
 def _pair(op_name, value, what, batch_channel_ok=True):
     """TF's int / [h, w] / [1, h, w, 1] forms of strides, ksize and dilations, as (h, w)."""
-    if isinstance(value, (int, np.integer)):
-        return (int(value), int(value))
-    values = [int(v) for v in value]
+    values = [int(value)] if isinstance(value, (int, np.integer)) else [int(v) for v in value]
     if len(values) == 1:
-        return (values[0], values[0])
-    if len(values) == 2:
+        pair = (values[0], values[0])
+    elif len(values) == 2:
         pair = tuple(values)
     elif len(values) == 4:
         if values[0] != 1 or values[3] != 1:
@@ -223,6 +246,11 @@ def dropout(x, rate, noise_shape=None, seed=None, name=None):
         raise ValueError(f"dropout: rate must be a scalar in [0, 1), got {rate}.")
     if rate == 0:
         return xt
-    shape = list(xt.shape) if noise_shape is None else [int(d) for d in noise_shape]
+    shape = list(xt.shape) if noise_shape is None else array_ops._shape_list(noise_shape,
+                                                                             "dropout")
+    if noise_shape is not None and (len(shape) > xt.ndim or checks.broadcast(
+            "dropout", [xt.shape.as_list(), shape]) != tuple(xt.shape.as_list())):
+        checks.fail("dropout", f"noise_shape {shape} must broadcast to x's shape "
+                    f"{xt.shape.as_list()}.")
     keep = random_ops.uniform(shape, dtype=xt.dtype, seed=seed) >= rate
     return xt * math_ops.cast(keep, xt.dtype) * (1.0 / (1.0 - rate))

@@ -70,6 +70,18 @@ def _float(value):
     return float(np.asarray(value))
 
 
+def _is_scalar(value):
+    return np.ndim(np.asarray(value)) == 0
+
+
+def _broadcast_affine(base, scale, shift, dtype):
+    """base * scale + shift with tensor-valued (broadcasting) parameters, as TF computes it."""
+    from hybridtf.api import math_ops
+    scale = math_ops.cast(scale, dtype)
+    shift = math_ops.cast(shift, dtype)
+    return math_ops.add(math_ops.multiply(base, scale), shift)
+
+
 def uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None, name=None):
     """Values uniformly distributed in [minval, maxval) (maxval defaults to 1 for floats)."""
     dtype = dtypes.as_dtype(dtype)
@@ -84,6 +96,14 @@ def uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None, name=
         return execute1(RND.RANDOM_UNIFORM_INT, [], {
             "shape": shape, "dtype": dtype.as_numpy_dtype, "minval": low, "maxval": high,
             "seed": seed_value, "counter": counter})
+    if not (_is_scalar(minval) and _is_scalar(1.0 if maxval is None else maxval)):
+        from hybridtf.api import math_ops
+        base = execute1(RND.RANDOM_UNIFORM, [], {
+            "shape": shape, "dtype": dtype.as_numpy_dtype, "scale": 1.0, "shift": 0.0,
+            "seed": seed_value, "counter": counter})
+        high = math_ops.cast(1.0 if maxval is None else maxval, dtype)
+        low = math_ops.cast(minval, dtype)
+        return _broadcast_affine(base, math_ops.subtract(high, low), low, dtype)
     low = _float(minval)
     high = 1.0 if maxval is None else _float(maxval)
     return execute1(RND.RANDOM_UNIFORM, [], {
@@ -95,6 +115,11 @@ def normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=No
     """Values from a normal distribution."""
     dtype = dtypes.as_dtype(dtype)
     seed_value, counter = _stream(seed)
+    if not (_is_scalar(mean) and _is_scalar(stddev)):
+        base = execute1(RND.RANDOM_NORMAL, [], {
+            "shape": _shape(shape, "random.normal"), "dtype": dtype.as_numpy_dtype, "scale": 1.0,
+            "shift": 0.0, "seed": seed_value, "counter": counter})
+        return _broadcast_affine(base, stddev, mean, dtype)
     return execute1(RND.RANDOM_NORMAL, [], {
         "shape": _shape(shape, "random.normal"), "dtype": dtype.as_numpy_dtype,
         "scale": _float(stddev), "shift": _float(mean), "seed": seed_value, "counter": counter})
@@ -104,6 +129,11 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=Non
     """Normal values re-drawn when more than two standard deviations from the mean."""
     dtype = dtypes.as_dtype(dtype)
     seed_value, counter = _stream(seed)
+    if not (_is_scalar(mean) and _is_scalar(stddev)):
+        base = execute1(RND.TRUNCATED_NORMAL, [], {
+            "shape": _shape(shape, "random.truncated_normal"), "dtype": dtype.as_numpy_dtype,
+            "scale": 1.0, "shift": 0.0, "seed": seed_value, "counter": counter})
+        return _broadcast_affine(base, stddev, mean, dtype)
     return execute1(RND.TRUNCATED_NORMAL, [], {
         "shape": _shape(shape, "random.truncated_normal"), "dtype": dtype.as_numpy_dtype,
         "scale": _float(stddev), "shift": _float(mean), "seed": seed_value, "counter": counter})

@@ -111,15 +111,15 @@ class GradientTape:
                              "already-active tape.")
         if self._tape is None:
             self._tape = tape_lib.Tape(self._persistent, self._watch_accessed_variables)
-        tape_lib.ACTIVE.append(self._tape)
+        tape_lib.STATE.active.append(self._tape)
         self._recording = True
 
     def _pop_tape(self):
         if not self._recording:
             raise ValueError("Tape is not recording.")
-        for i in range(len(tape_lib.ACTIVE) - 1, -1, -1):
-            if tape_lib.ACTIVE[i] is self._tape:
-                del tape_lib.ACTIVE[i]
+        for i in range(len(tape_lib.STATE.active) - 1, -1, -1):
+            if tape_lib.STATE.active[i] is self._tape:
+                del tape_lib.STATE.active[i]
                 break
         self._recording = False
 
@@ -328,7 +328,7 @@ def custom_gradient(f=None):
             result, grad_fn = f(*args, **kwargs)
         flat_results = nest.flatten(result)
         outputs = tuple(Tensor(as_tensor(r)._value) for r in flat_results)
-        if tape_lib.ACTIVE:
+        if tape_lib.STATE.active:
             inputs = [a for a in nest.flatten(args) if isinstance(a, Tensor)]
             variables = list(watcher.variables.values())
             reads = [v.value() for v in variables]  # watched and taped outside the stop

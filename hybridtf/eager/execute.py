@@ -8,6 +8,8 @@ from hybridtf.framework.constant_op import convert_to_tensor, python_scalar_arra
 from hybridtf.framework.tensor import Tensor
 from hybridtf.registry import Spec
 
+_TAPES = tape_lib.STATE  # per-thread: .active is the list of recording tapes
+
 
 def execute(op, inputs, attrs):
     """Runs ``op`` on ``inputs`` (tensors) and returns its outputs as a tuple of tensors.
@@ -24,7 +26,7 @@ def execute(op, inputs, attrs):
         outputs = (Tensor(result),)
     else:
         outputs = tuple(Tensor(r) for r in result)
-    if tape_lib.ACTIVE and op.grad is not None:
+    if _TAPES.active and op.grad is not None:
         tape_lib.record(op, inputs, outputs, attrs, op.grad)
     return outputs
 
@@ -96,7 +98,7 @@ def execute_unary(op, x):
     a = xt._value
     kernel = op.fast.get(a.dtype) or _fast_kernel(op, a.dtype)
     out = Tensor(kernel(a))
-    if tape_lib.ACTIVE and op.grad is not None:
+    if _TAPES.active and op.grad is not None:
         tape_lib.record(op, (xt,), (out,), None, op.grad)
     return out
 
@@ -109,8 +111,7 @@ def execute_binary(op, x, y):
         if ty is Tensor:
             b = y._value
         elif ty is float and a.dtype.kind == "f":
-            b = a.dtype.type(y)  # TF converts a Python number to the tensor's dtype
-            y = None
+            return _tensor_op_python_float(op, x, a, y)
         else:
             x, y = binary_operands(op.name, x, y)
             b = y._value
@@ -138,10 +139,28 @@ def execute_binary(op, x, y):
         op.infer([Spec(a.shape, a.dtype), Spec(b.shape, b.dtype)], None)  # raises
         raise
     out = Tensor(result)
-    if tape_lib.ACTIVE and op.grad is not None:
-        if y is None:
-            y = Tensor(b)
+    if _TAPES.active and op.grad is not None:
         tape_lib.record(op, (x, y), (out,), None, op.grad)
+    return out
+
+
+def _tensor_op_python_float(op, x, a, y):
+    """``float_tensor <op> python_float``: the commonest eager call (``x * 0.5``, ``x + 1.0``).
+
+    NumPy converts a Python float to the array's dtype (as TF does) inside the ufunc call,
+    which is cheaper than building a NumPy scalar first.
+    """
+    dtype = a.dtype
+    ufunc = op.fast.get(dtype) or _fast_kernel(op, dtype)
+    if a.size < LOOP_MIN_SIZE or not a.flags.c_contiguous:
+        result = ufunc(a, y)
+    else:
+        result = np.empty(a.shape, ufunc.types[0][-1])
+        elementwise.kernels(op.scalar.name).loop_as(a.reshape(-1), dtype.type(y),
+                                                    result.reshape(-1))
+    out = Tensor(result)
+    if _TAPES.active and op.grad is not None:
+        tape_lib.record(op, (x, Tensor(dtype.type(y))), (out,), None, op.grad)
     return out
 
 
@@ -151,6 +170,6 @@ def execute_ternary(op, c, x, y):
     arrays = [np.asarray(t._value) for t in (ct, xt, yt)]
     op.infer([Spec(a.shape, a.dtype) for a in arrays], None)
     out = Tensor(_fast_kernel(op, arrays[1].dtype)(*arrays))
-    if tape_lib.ACTIVE and op.grad is not None:
+    if _TAPES.active and op.grad is not None:
         tape_lib.record(op, (ct, xt, yt), (out,), None, op.grad)
     return out

@@ -7,10 +7,20 @@ gradient; its floating-point outputs then become tracked.  Integer and bool resu
 tracked, so gradients through them are None, as in TF.
 """
 
-# The tapes currently recording, innermost last.  Checked on every op: keep it a plain list.
-ACTIVE = []
-# Collectors of the variables read while they are open (custom_gradient needs them).
-VARIABLE_WATCHERS = []
+import threading
+
+
+class _ThreadState(threading.local):
+    """Per-thread tape state: like TF's, a tape records only the ops of its own thread."""
+
+    def __init__(self):
+        # The tapes currently recording, innermost last.  Checked on every op.
+        self.active = []
+        # Collectors of the variables read while they are open (custom_gradient needs them).
+        self.variable_watchers = []
+
+
+STATE = _ThreadState()
 
 
 class Record:
@@ -81,14 +91,14 @@ def _read_variable_grad(record, grads):
 
 def record(op, inputs, outputs, attrs, grad_fn):
     """Offers an executed op to every active tape."""
-    for tape in ACTIVE:
+    for tape in STATE.active:
         tape.record(op, inputs, outputs, attrs, grad_fn)
 
 
 def record_variable_read(variable, read):
-    for tape in ACTIVE:
+    for tape in STATE.active:
         tape.record_variable_read(variable, read)
-    for watcher in VARIABLE_WATCHERS:
+    for watcher in STATE.variable_watchers:
         watcher.setdefault(id(variable), variable)
 
 
@@ -97,16 +107,16 @@ class watch_variable_reads:
 
     def __enter__(self):
         self.variables = {}
-        VARIABLE_WATCHERS.append(self.variables)
+        STATE.variable_watchers.append(self.variables)
         return self
 
     def __exit__(self, *exc):
-        VARIABLE_WATCHERS.remove(self.variables)
+        STATE.variable_watchers.remove(self.variables)
         return False
 
 
 def could_record():
-    return bool(ACTIVE)
+    return bool(STATE.active)
 
 
 class stop_recording:
@@ -117,13 +127,14 @@ class stop_recording:
         self._saved = None
 
     def __enter__(self):
-        self._saved = list(ACTIVE)
+        active = STATE.active
+        self._saved = list(active)
         if self._only is None:
-            ACTIVE.clear()
+            active.clear()
         else:
-            ACTIVE[:] = [t for t in ACTIVE if all(t is not o for o in self._only)]
+            active[:] = [t for t in active if all(t is not o for o in self._only)]
         return self
 
     def __exit__(self, *exc):
-        ACTIVE[:] = self._saved
+        STATE.active[:] = self._saved
         return False

@@ -72,7 +72,7 @@ class Variable:
     def value(self):
         """The current value as a tensor; recorded on active tapes that watch this variable."""
         read = self._snapshot
-        if tape_lib.ACTIVE or tape_lib.VARIABLE_WATCHERS:
+        if tape_lib.STATE.active or tape_lib.STATE.variable_watchers:
             tape_lib.record_variable_read(self, read)
         return read
 

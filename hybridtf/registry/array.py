@@ -66,6 +66,9 @@ TRANSPOSE = _one(
 def _broadcast_infer(specs, attrs):
     x = specs[0]
     target = tuple(attrs["shape"])
+    if any(d is not None and d < 0 for d in target):
+        checks.fail("broadcast_to", f"shape must have non-negative dimensions, got "
+                    f"{checks.fmt_shape(target)}.")
     out = checks.broadcast("broadcast_to", [x.shape, target])
     if out != target:
         checks.fail("broadcast_to", f"cannot broadcast shape {checks.fmt_shape(x.shape)} to "
@@ -148,7 +151,9 @@ def split_sizes(op_name, dim, num_or_sizes):
 
 def _split_infer(specs, attrs):
     x, = specs
-    axis = checks.axis("split", attrs["axis"], max(len(x.shape), 1))
+    if len(x.shape) == 0:
+        checks.fail("split", "value must have rank >= 1, got a scalar.")
+    axis = checks.axis("split", attrs["axis"], len(x.shape))
     sizes = split_sizes("split", x.shape[axis], attrs["sizes"])
     return [Spec(x.shape[:axis] + (s,) + x.shape[axis + 1:], x.dtype) for s in sizes]
 
@@ -204,6 +209,8 @@ def _pad_infer(specs, attrs):
 
 
 def _pad_eager(arrays, attrs):
+    if arrays[0].ndim == 0:
+        return arrays[0].copy()  # np.pad rejects 0-d arrays
     pads = np.asarray(attrs["paddings"], dtype=np.int64).reshape(-1, 2)
     return np.pad(arrays[0], pads, constant_values=attrs["constant_values"])
 
@@ -231,10 +238,11 @@ def _gather_infer(specs, attrs):
                  params.dtype)]
 
 
-def check_indices(op_name, indices, limit, what="indices"):
-    """Every index in [0, limit), or InvalidArgumentError naming the first that is not."""
+def check_indices(op_name, indices, limit, what="indices", drop_negative=False):
+    """Every index in [0, limit) (or negative, with ``drop_negative``), or InvalidArgumentError
+    naming the first that is not."""
     if indices.size:
-        bad = (indices < 0) | (indices >= limit)
+        bad = indices >= limit if drop_negative else (indices < 0) | (indices >= limit)
         if bad.any():
             where = np.argwhere(bad)[0]
             pos = ",".join(str(i) for i in where)
@@ -284,14 +292,25 @@ def _segment_infer(specs, attrs):
     return [Spec((attrs["num_segments"],) + tuple(data.shape[n:]), data.dtype)]
 
 
+def _segment_grad(record, grads):
+    # TF's _GatherDropNegatives: rows whose id is negative were dropped and get zeros.
+    data, ids = record.inputs
+    if record.attrs["num_segments"] == 0:
+        return A.zeros_like(data), None
+    g = A.gather(grads[0], M.maximum(ids, 0))
+    kept = M.cast(M.greater_equal(ids, 0), g.dtype)
+    return g * A.reshape(kept, list(ids.shape) + [1] * (g.ndim - ids.ndim)), None
+
+
 UNSORTED_SEGMENT_SUM = _one(
     "unsorted_segment_sum",
     lambda arrays, attrs: kernels.unsorted_segment_sum(arrays[0], arrays[1],
                                                        attrs["num_segments"]),
-    _segment_infer,
-    lambda record, grads: (A.gather(grads[0], record.inputs[1]), None),
+    _segment_infer, _segment_grad,
+    # As TF on the CPU: negative ids are dropped, ids >= num_segments are an error.
     check_values=lambda arrays, attrs: check_indices("unsorted_segment_sum", arrays[1],
-                                                     attrs["num_segments"], "segment_ids"))
+                                                     attrs["num_segments"], "segment_ids",
+                                                     drop_negative=True))
 
 
 def _one_hot_infer(specs, attrs):

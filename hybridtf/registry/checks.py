@@ -1,4 +1,6 @@
 """Shared pieces of shape/dtype rules.  Dimensions may be None (unknown while tracing)."""
+import operator
+
 import numpy as np
 
 from hybridtf.framework import dtypes
@@ -60,7 +62,7 @@ def allowed_dtype(op_name, np_dtype, allowed, what="x"):
 def axis(op_name, value, rank, what="axis"):
     """A single axis normalized to [0, rank)."""
     try:
-        value = int(value)
+        value = operator.index(value)
     except TypeError:
         fail(op_name, f"{what} must be an integer, got {value!r}.")
     if not -rank <= value < rank:
@@ -70,24 +72,19 @@ def axis(op_name, value, rank, what="axis"):
 
 
 def axes(op_name, value, rank):
-    """``axis`` argument of a reduction: None -> all, int or list -> sorted unique tuple."""
+    """``axis`` argument of a reduction: None -> all axes, an int or a list -> a sorted tuple.
+
+    Duplicates are an error, as in TF; so is any axis of a scalar.
+    """
     if value is None:
         return tuple(range(rank))
-    if np.ndim(value) == 0:
-        value = [value]
-    values = np.asarray(value).reshape(-1).tolist()
-    if rank == 0:
-        for v in values:
-            _scalar_axis(op_name, v)
-        return ()
-    return tuple(sorted({axis(op_name, v, rank) for v in values}))
-
-
-def _scalar_axis(op_name, v):
-    # TF accepts axis 0 / -1 on scalars as "no axes".
-    if v not in (0, -1):
-        fail(op_name, f"axis {v} is out of range for a scalar (rank 0).")
-    return None
+    items = np.asarray(value, dtype=object).reshape(-1).tolist() if not np.ndim(value) == 0 \
+        else [value]
+    normalized = [axis(op_name, v, rank) for v in items]
+    if len(set(normalized)) != len(normalized):
+        fail(op_name, f"Invalid reduction arguments: Axes contains duplicate dimension "
+             f"(axis={list(items)} for a tensor of rank {rank}).")
+    return tuple(sorted(normalized))
 
 
 def contiguous(array):

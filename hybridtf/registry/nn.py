@@ -284,8 +284,10 @@ MAX_POOL_GRAD = register(OpDef(
     "max_pool2d_grad", "opaque",
     lambda arrays, attrs: kernels.max_pool2d_grad(*arrays, *_pool_args(attrs)),
     _same_as_input("max_pool2d_grad"),
-    lambda record, grads: (None, None, N.max_pool2d_grad_grad(
-        record.inputs[0], record.inputs[1], grads[0], **_pool_kw(record.attrs)))))
+    # Piecewise constant in the pooled tensors: zeros for them (as TF), linear in the gradient.
+    lambda record, grads: (A.zeros_like(record.inputs[0]), A.zeros_like(record.inputs[1]),
+                           N.max_pool2d_grad_grad(record.inputs[0], record.inputs[1], grads[0],
+                                                  **_pool_kw(record.attrs)))))
 
 
 def _grad_grad_infer(specs, attrs):
@@ -300,8 +302,9 @@ MAX_POOL_GRAD_GRAD = register(OpDef(
     "max_pool2d_grad_grad", "opaque",
     lambda arrays, attrs: kernels.max_pool2d_grad_grad(*arrays, *_pool_args(attrs)),
     _grad_grad_infer,
-    lambda record, grads: (None, None, N.max_pool2d_grad(
-        record.inputs[0], record.inputs[1], grads[0], **_pool_kw(record.attrs)))))
+    lambda record, grads: (A.zeros_like(record.inputs[0]), A.zeros_like(record.inputs[1]),
+                           N.max_pool2d_grad(record.inputs[0], record.inputs[1], grads[0],
+                                             **_pool_kw(record.attrs)))))
 
 AVG_POOL = register(OpDef(
     "avg_pool2d", "opaque", lambda arrays, attrs: kernels.avg_pool2d(arrays[0], *_pool_args(attrs)),

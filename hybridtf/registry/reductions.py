@@ -69,7 +69,10 @@ def _prod_grad(record, grads):
     others = [i for i in range(rank) if i not in axes]
     perm = others + list(axes)
     moved = A.transpose(x, perm)
-    flat = A.reshape(moved, [-1, int(np.prod([x.shape[i] for i in axes]))])
+    # Explicit sizes, not -1: either side may be empty.
+    outer = int(np.prod([x.shape[i] for i in others]))
+    inner = int(np.prod([x.shape[i] for i in axes]))
+    flat = A.reshape(moved, [outer, inner])
     left = M.cumprod(flat, axis=1, exclusive=True)
     right = M.cumprod(flat, axis=1, exclusive=True, reverse=True)
     g_moved = A.transpose(A.broadcast_to(A.reshape(grads[0], kept), x.shape), perm)
@@ -122,15 +125,17 @@ def _scan_infer(name):
     def infer(specs, attrs):
         x, = specs
         checks.allowed_dtype(name, x.dtype, NUMERIC)
-        checks.axis(name, attrs["axis"], max(len(x.shape), 1))
+        if len(x.shape) == 0:
+            checks.fail(name, "x must have rank >= 1, got a scalar.")
+        checks.axis(name, attrs["axis"], len(x.shape))
         return [Spec(x.shape, x.dtype)]
     return infer
 
 
-def _scan_eager(kernel):
+def _scan_eager(name, kernel):
     def eager(arrays, attrs):
         x, = arrays
-        return kernel(x, checks.axis("scan", attrs["axis"], x.ndim), attrs["exclusive"],
+        return kernel(x, checks.axis(name, attrs["axis"], x.ndim), attrs["exclusive"],
                       attrs["reverse"])
     return eager
 
@@ -150,7 +155,7 @@ def _cumprod_grad(record, grads):
     return (summed / x,)
 
 
-CUMSUM = register(OpDef("cumsum", "opaque", _scan_eager(kernels.cumsum), _scan_infer("cumsum"),
-                        _cumsum_grad))
-CUMPROD = register(OpDef("cumprod", "opaque", _scan_eager(kernels.cumprod),
+CUMSUM = register(OpDef("cumsum", "opaque", _scan_eager("cumsum", kernels.cumsum),
+                        _scan_infer("cumsum"), _cumsum_grad))
+CUMPROD = register(OpDef("cumprod", "opaque", _scan_eager("cumprod", kernels.cumprod),
                          _scan_infer("cumprod"), _cumprod_grad))

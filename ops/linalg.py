@@ -1,0 +1,175 @@
+"""Matrix products.
+
+Floats go to BLAS (SciPy's, the one Numba's ``np.dot`` uses) through ``gemm``, a row-major
+``C = alpha * op(A) @ op(B) + beta * C`` callable from other ``@njit`` kernels: unlike ``np.dot`` it
+takes leading dimensions (so strided row blocks and transposed operands need no copy) and a beta
+(so products accumulate in place).  Integer products use a plain loop kernel.
+"""
+import numpy as np
+from numba import njit, types
+from numba.extending import overload
+from numba.np.linalg import ensure_blas
+
+ensure_blas()  # a clear ImportError now, rather than a failure inside the first kernel
+
+_jit = njit(cache=True, error_model="numpy")
+
+# Numba's own helper (in its _helperlib) that forwards to scipy.linalg.cython_blas ?gemm; being an
+# external symbol rather than a ctypes pointer, kernels that call it can be cached.
+_xxgemm = types.ExternalFunction(
+    "numba_xxgemm",
+    types.intc(types.char, types.char, types.char,  # kind, transa, transb
+               types.intp, types.intp, types.intp,  # m, n, k
+               types.voidptr, types.voidptr, types.intp,  # alpha, a, lda
+               types.voidptr, types.intp, types.voidptr,  # b, ldb, beta
+               types.voidptr, types.intp))  # c, ldc
+
+_T = ord("t")
+_N = ord("n")
+
+
+def _blas_kind(arr):
+    """BLAS type letter of a float array (compile-time constant)."""
+
+
+@overload(_blas_kind)
+def _blas_kind_impl(arr):
+    if arr.dtype == types.float32:
+        return lambda arr: ord("s")
+    if arr.dtype == types.float64:
+        return lambda arr: ord("d")
+    raise TypeError("gemm needs float32 or float64 arrays, got %s" % arr.dtype)
+
+
+@_jit
+def gemm(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+    """Row-major C[m, n] = alpha * op(A) @ op(B) + beta * C through BLAS.
+
+    a, b, c: 1-D C-contiguous float32/float64 arrays (the same dtype) whose first element is the
+    matrix's first element (pass ``flat[offset:]`` for a sub-block).  op(A) is (m, k): A is stored
+    as rows of length >= k (>= m if transpose_a) spaced lda apart; likewise B with ldb and C
+    (rows of n, spaced ldc).  The caller guarantees the extents lie inside the arrays.
+    """
+    if m <= 0 or n <= 0:
+        return
+    if k <= 0:
+        # no terms: C = beta * C (BLAS would reject the zero leading dimension)
+        for i in range(m):
+            row = c[i * ldc:i * ldc + n]
+            if beta == 0:
+                row[:] = 0
+            else:
+                row *= beta
+        return
+    al = np.empty(1, c.dtype)
+    al[0] = alpha
+    be = np.empty(1, c.dtype)
+    be[0] = beta
+    ta = _T if transpose_a else _N
+    tb = _T if transpose_b else _N
+    # BLAS is column-major: a row-major C is C^T there, and C^T = op(B)^T op(A)^T, so the
+    # operands swap and the flags stay.
+    _xxgemm(_blas_kind(c), tb, ta, n, m, k, al.ctypes, b.ctypes, ldb, a.ctypes, lda,
+            be.ctypes, c.ctypes, ldc)
+    # keep the scalar slots alive past the call
+    al[0] = be[0]
+
+
+@_jit
+def matmul_blas_kernel(a, b, ia, ib, transpose_a, transpose_b, out):
+    """out[i] = op(a[ia[i]]) @ op(b[ib[i]]) for float 3-D C-contiguous a, b, out.
+
+    a: (Ba, M, K) or (Ba, K, M) if transpose_a; b: (Bb, K, N) or (Bb, N, K); out: (Bo, M, N);
+    ia, ib: (Bo,) int64 batch indices within range.
+    """
+    bo, m, n = out.shape
+    k = a.shape[1] if transpose_a else a.shape[2]
+    af = a.reshape(a.size)
+    bf = b.reshape(b.size)
+    of = out.reshape(out.size)
+    sa = a.shape[1] * a.shape[2]
+    sb = b.shape[1] * b.shape[2]
+    for i in range(bo):
+        gemm(transpose_a, transpose_b, m, n, k, 1.0, af[ia[i] * sa:], a.shape[2],
+             bf[ib[i] * sb:], b.shape[2], 0.0, of[i * m * n:], n)
+
+
+@_jit
+def matmul_loop_kernel(a, b, ia, ib, out):
+    """out[i] = a[ia[i]] @ b[ib[i]] with a plain loop (integer dtypes; wraps like TF).
+
+    a: (Ba, M, K), b: (Bb, K, N), out: (Bo, M, N), all C-contiguous, one dtype.
+    """
+    bo, m, n = out.shape
+    k = a.shape[2]
+    for i in range(bo):
+        x = a[ia[i]]
+        y = b[ib[i]]
+        z = out[i]
+        z[:] = 0
+        for r in range(m):
+            zr = z[r]
+            for t in range(k):
+                s = x[r, t]
+                yt = y[t]
+                for j in range(n):  # contiguous, vectorises
+                    zr[j] += s * yt[j]
+
+
+_ZERO_INDEX = np.zeros(1, np.int64)
+
+
+def _prod(dims):
+    n = 1
+    for d in dims:
+        n *= d
+    return n
+
+
+def _batch_indices(a_batch, b_batch):
+    shape = np.broadcast_shapes(a_batch, b_batch)
+    if a_batch == shape and b_batch == shape:
+        idx = np.arange(_prod(shape), dtype=np.int64)
+        return shape, idx, idx
+    ia = np.broadcast_to(np.arange(_prod(a_batch), dtype=np.int64).reshape(a_batch), shape)
+    ib = np.broadcast_to(np.arange(_prod(b_batch), dtype=np.int64).reshape(b_batch), shape)
+    return shape, ia.ravel(), ib.ravel()
+
+
+def matmul(a, b, transpose_a=False, transpose_b=False):
+    """tf.linalg.matmul: op(a) @ op(b) over the last two axes, batch axes broadcast.
+
+    a, b: ndarrays of rank >= 2 and one dtype (float32/float64 through BLAS; int32/int64 by a
+    loop).  op transposes the last two axes when its flag is set.  The caller has checked that
+    the inner dimensions agree and the batch shapes broadcast.  Returns
+    broadcast(batch) + (M, N) of the inputs' dtype.
+    """
+    a = np.ascontiguousarray(a)
+    b = np.ascontiguousarray(b)
+    M = a.shape[-1] if transpose_a else a.shape[-2]
+    N = b.shape[-2] if transpose_b else b.shape[-1]
+    K = a.shape[-2] if transpose_a else a.shape[-1]
+    if K != (b.shape[-1] if transpose_b else b.shape[-2]) or a.dtype != b.dtype:
+        # the framework reports this properly; here it only guards BLAS against bad reads
+        raise ValueError("matmul: incompatible operands %s%s x %s%s" % (
+            a.shape, a.dtype, b.shape, b.dtype))
+    a_batch, b_batch = a.shape[:-2], b.shape[:-2]
+    if not a_batch and not b_batch:
+        batch, ia, ib = (), _ZERO_INDEX, _ZERO_INDEX
+    else:
+        batch, ia, ib = _batch_indices(a_batch, b_batch)
+    out = np.empty(batch + (M, N), a.dtype)
+    if out.size == 0:
+        return out
+    a3 = a.reshape((_prod(a_batch),) + a.shape[-2:])
+    b3 = b.reshape((_prod(b_batch),) + b.shape[-2:])
+    out3 = out.reshape((_prod(batch), M, N))
+    if a.dtype.kind == "f":
+        matmul_blas_kernel(a3, b3, ia, ib, transpose_a, transpose_b, out3)
+    else:
+        if transpose_a:
+            a3 = np.ascontiguousarray(a3.transpose(0, 2, 1))
+        if transpose_b:
+            b3 = np.ascontiguousarray(b3.transpose(0, 2, 1))
+        matmul_loop_kernel(a3, b3, ia, ib, out3)
+    return out

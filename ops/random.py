@@ -1,0 +1,234 @@
+"""Counter-based random numbers: Philox-4x32-10 (Salmon et al., "Parallel random numbers: as easy
+as 1, 2, 3", SC'11), the generator TF's stateless random ops use too.
+
+A stream is named by (seed, counter), two integers in [0, 2**63).  The seed is the 64-bit Philox
+key; the 128-bit Philox counter of block b is (b low word, b high word, counter low word, counter
+high word), and each block gives four 32-bit words.  Element i of an output takes its bits from
+a fixed place in that stream (below), so equal (seed, counter) give equal arrays on any machine,
+element order never depends on threading, and a GPU kernel computing block b on thread b gives
+the same values.  Different counters (or seeds) give unrelated streams.
+
+How words become values:
+* uniform float32: word i -> (w >> 8) * 2**-24, in [0, 1).
+* uniform float64: words 2i, 2i+1 -> 53 bits * 2**-53, in [0, 1).
+* normal: Box-Muller on uniforms in (0, 1]; float32 uses 32-bit uniforms (block i -> elements
+  4i..4i+3), float64 53-bit ones (block i -> elements 2i, 2i+1); computed in float64.
+* truncated normal: element i tries blocks j*n + i for j = 0, 1, ... (n = element count); each
+  block gives two float64 Box-Muller normals, taken in order, first one in [-2, 2] wins.
+* uniform int in [minval, maxval): words 2i, 2i+1 as a 64-bit integer, reduced modulo the range
+  (bias below range / 2**64).
+"""
+import math
+
+import numpy as np
+from numba import njit
+
+_jit = njit(cache=True, error_model="numpy")
+
+_MASK32 = np.uint64(0xFFFFFFFF)
+_M0 = np.uint64(0xD2511F53)
+_M1 = np.uint64(0xCD9E8D57)
+_W0 = np.uint64(0x9E3779B9)
+_W1 = np.uint64(0xBB67AE85)
+_S32 = np.uint64(32)
+_TWO_PI = 2.0 * math.pi
+
+
+@_jit
+def philox4x32(c0, c1, c2, c3, k0, k1):
+    """Philox-4x32-10 of counter (c0..c3) under key (k0, k1); all uint64 holding 32-bit words.
+
+    Returns the four output words (uint64, each < 2**32).
+    """
+    for _ in range(10):
+        p0 = _M0 * c0
+        p1 = _M1 * c2
+        hi0 = p0 >> _S32
+        lo0 = p0 & _MASK32
+        hi1 = p1 >> _S32
+        lo1 = p1 & _MASK32
+        c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
+        k0 = (k0 + _W0) & _MASK32
+        k1 = (k1 + _W1) & _MASK32
+    return c0, c1, c2, c3
+
+
+@_jit
+def random_words(nblocks, seed_lo, seed_hi, ctr_lo, ctr_hi):
+    """Words 0 .. 4*nblocks-1 of stream (seed, counter) as a uint64 array (values < 2**32)."""
+    out = np.empty(4 * nblocks, np.uint64)
+    for b in range(nblocks):
+        ub = np.uint64(b)
+        w0, w1, w2, w3 = philox4x32(ub & _MASK32, ub >> _S32, ctr_lo, ctr_hi, seed_lo, seed_hi)
+        out[4 * b] = w0
+        out[4 * b + 1] = w1
+        out[4 * b + 2] = w2
+        out[4 * b + 3] = w3
+    return out
+
+
+@_jit
+def _u53(a, b):
+    # 53 random bits from two words -> [0, 1)
+    return ((a >> np.uint64(5)) * 67108864.0 + (b >> np.uint64(6))) * (1.0 / 9007199254740992.0)
+
+
+@_jit
+def uniform_f32_kernel(n, seed_lo, seed_hi, ctr_lo, ctr_hi):
+    out = np.empty(n, np.float32)
+    for b in range((n + 3) // 4):
+        ub = np.uint64(b)
+        w = philox4x32(ub & _MASK32, ub >> _S32, ctr_lo, ctr_hi, seed_lo, seed_hi)
+        for j in range(4):
+            i = 4 * b + j
+            if i < n:
+                out[i] = np.float32((w[j] >> np.uint64(8)) * (1.0 / 16777216.0))
+    return out
+
+
+@_jit
+def uniform_f64_kernel(n, seed_lo, seed_hi, ctr_lo, ctr_hi):
+    out = np.empty(n, np.float64)
+    for b in range((n + 1) // 2):
+        ub = np.uint64(b)
+        w0, w1, w2, w3 = philox4x32(ub & _MASK32, ub >> _S32, ctr_lo, ctr_hi, seed_lo, seed_hi)
+        out[2 * b] = _u53(w0, w1)
+        if 2 * b + 1 < n:
+            out[2 * b + 1] = _u53(w2, w3)
+    return out
+
+
+@_jit
+def _box_muller(u1, u2):
+    # u1 in (0, 1] so the log is finite
+    r = math.sqrt(-2.0 * math.log(u1))
+    t = _TWO_PI * u2
+    return r * math.cos(t), r * math.sin(t)
+
+
+@_jit
+def normal_kernel(n, per_block4, seed_lo, seed_hi, ctr_lo, ctr_hi):
+    """n standard normals (float64); per_block4: 4 per block from 32-bit uniforms, else 2."""
+    out = np.empty(n, np.float64)
+    per = 4 if per_block4 else 2
+    for b in range((n + per - 1) // per):
+        ub = np.uint64(b)
+        w0, w1, w2, w3 = philox4x32(ub & _MASK32, ub >> _S32, ctr_lo, ctr_hi, seed_lo, seed_hi)
+        if per_block4:
+            s = 1.0 / 4294967296.0
+            z0, z1 = _box_muller((w0 + 1.0) * s, w1 * s)
+            z2, z3 = _box_muller((w2 + 1.0) * s, w3 * s)
+            i = 4 * b
+            out[i] = z0
+            if i + 1 < n:
+                out[i + 1] = z1
+            if i + 2 < n:
+                out[i + 2] = z2
+            if i + 3 < n:
+                out[i + 3] = z3
+        else:
+            z0, z1 = _box_muller(1.0 - _u53(w0, w1), _u53(w2, w3))
+            out[2 * b] = z0
+            if 2 * b + 1 < n:
+                out[2 * b + 1] = z1
+    return out
+
+
+@_jit
+def truncated_normal_kernel(n, seed_lo, seed_hi, ctr_lo, ctr_hi):
+    """n standard normals (float64) conditioned on [-2, 2] by re-drawing (see module doc)."""
+    out = np.empty(n, np.float64)
+    un = np.uint64(n)
+    for i in range(n):
+        j = np.uint64(0)
+        while True:
+            ub = j * un + np.uint64(i)
+            w0, w1, w2, w3 = philox4x32(ub & _MASK32, ub >> _S32, ctr_lo, ctr_hi, seed_lo,
+                                        seed_hi)
+            z0, z1 = _box_muller(1.0 - _u53(w0, w1), _u53(w2, w3))
+            if -2.0 <= z0 <= 2.0:
+                out[i] = z0
+                break
+            if -2.0 <= z1 <= 2.0:
+                out[i] = z1
+                break
+            j += np.uint64(1)
+    return out
+
+
+@_jit
+def uniform_int_kernel(n, lo, span, seed_lo, seed_hi, ctr_lo, ctr_hi):
+    """n integers lo + (64 random bits mod span), as uint64 (two's complement of the int64)."""
+    out = np.empty(n, np.uint64)
+    for b in range((n + 1) // 2):
+        ub = np.uint64(b)
+        w0, w1, w2, w3 = philox4x32(ub & _MASK32, ub >> _S32, ctr_lo, ctr_hi, seed_lo, seed_hi)
+        out[2 * b] = lo + ((w0 << _S32) | w1) % span
+        if 2 * b + 1 < n:
+            out[2 * b + 1] = lo + ((w2 << _S32) | w3) % span
+    return out
+
+
+# ---- public API ------------------------------------------------------------------------------
+def _split(value, name):
+    value = int(value)
+    if not 0 <= value < 2 ** 63:
+        raise ValueError("%s must be in [0, 2**63), got %d" % (name, value))
+    return np.uint64(value & 0xFFFFFFFF), np.uint64(value >> 32)
+
+
+def _size(shape):
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
+
+
+def _key(seed, counter):
+    s_lo, s_hi = _split(seed, "seed")
+    c_lo, c_hi = _split(counter, "counter")
+    return s_lo, s_hi, c_lo, c_hi
+
+
+def uniform(shape, dtype, seed, counter):
+    """Uniform floats in [0, 1) of ``shape`` and float32/float64 ``dtype`` from (seed, counter)."""
+    dtype = np.dtype(dtype)
+    n = _size(shape)
+    key = _key(seed, counter)
+    if dtype == np.float32:
+        out = uniform_f32_kernel(n, *key)
+    else:
+        out = uniform_f64_kernel(n, *key).astype(dtype, copy=False)
+    return out.reshape(tuple(shape))
+
+
+def normal(shape, dtype, seed, counter):
+    """Standard normal floats (mean 0, stddev 1) of ``shape``/``dtype`` from (seed, counter)."""
+    dtype = np.dtype(dtype)
+    n = _size(shape)
+    out = normal_kernel(n, dtype.itemsize <= 4, *_key(seed, counter))
+    return out.astype(dtype, copy=False).reshape(tuple(shape))
+
+
+def truncated_normal(shape, dtype, seed, counter):
+    """Standard normals re-drawn until within 2 stddevs, like tf.random.truncated_normal."""
+    dtype = np.dtype(dtype)
+    n = _size(shape)
+    out = truncated_normal_kernel(n, *_key(seed, counter))
+    return out.astype(dtype, copy=False).reshape(tuple(shape))
+
+
+def uniform_int(shape, dtype, minval, maxval, seed, counter):
+    """Integers uniform in [minval, maxval) of ``shape`` and int32/int64 ``dtype``.
+
+    The caller ensures minval < maxval and that both fit ``dtype``.
+    """
+    dtype = np.dtype(dtype)
+    minval, maxval = int(minval), int(maxval)
+    if not minval < maxval:
+        raise ValueError("uniform_int needs minval < maxval, got [%d, %d)" % (minval, maxval))
+    n = _size(shape)
+    span = np.uint64(maxval - minval)
+    lo = np.uint64(minval & 0xFFFFFFFFFFFFFFFF)
+    bits = uniform_int_kernel(n, lo, span, *_key(seed, counter))
+    return bits.view(np.int64).astype(dtype).reshape(tuple(shape))
