@@ -1,0 +1,41 @@
+"""How busy other processes kept the machine while a workload ran.
+
+On a shared machine the figures of multi-threaded frameworks swing by orders of magnitude when
+another process holds a core (a parallel region waits for its descheduled thread). The report
+shows this measure next to each workload so that a reader can tell noise from a regression.
+"""
+import os
+import time
+
+
+def _busy_seconds():
+    """CPU seconds the whole machine spent busy since boot (Linux /proc/stat), or None."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = [int(v) for v in stat.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    user, nice, system, idle, iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def _own_seconds():
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
+class LoadMonitor:
+    """``with LoadMonitor() as load: ...`` then ``load.other_cpus``: CPUs' worth of work done by
+    other processes, on average, during the block (None where /proc/stat is unavailable)."""
+
+    def __enter__(self):
+        self._start = (time.perf_counter(), _busy_seconds(), _own_seconds())
+        self.other_cpus = None
+        return self
+
+    def __exit__(self, *exc_info):
+        wall0, busy0, own0 = self._start
+        wall, busy, own = time.perf_counter() - wall0, _busy_seconds(), _own_seconds() - own0
+        if busy is not None and busy0 is not None and wall > 0:
+            self.other_cpus = max(0.0, (busy - busy0 - own) / wall)
+        return False

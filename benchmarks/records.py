@@ -1,0 +1,33 @@
+"""The record of one variant in the results, and how failures are classified into it."""
+import traceback
+
+from benchmarks.frameworks import Missing, Unavailable, key, label
+
+
+NOT_SELECTED = "not selected (--frameworks)"
+
+
+def new_variant(framework, mode):
+    """A variant's record: status is ``ok``, ``skipped`` (peer not here), ``missing`` (hybridtf
+    feature not written yet), ``error`` (it raised) or ``mismatch`` (wrong result)."""
+    return {"framework": framework, "mode": mode, "key": key(framework, mode),
+            "label": label(framework, mode), "status": None, "reason": None,
+            "agreement": None, "metrics": {}}
+
+
+def record_failure(entry, exc):
+    """Classify an exception raised by a variant: a skipped peer, a missing feature, an error."""
+    if isinstance(exc, Unavailable):
+        entry["status"], entry["reason"] = "skipped", str(exc)
+    elif isinstance(exc, Missing):
+        entry["status"], entry["reason"] = "missing", str(exc)
+    elif isinstance(exc, NotImplementedError):
+        entry["status"], entry["reason"] = "missing", f"NotImplementedError: {exc}"
+    else:
+        entry["status"], entry["reason"] = "error", f"{type(exc).__name__}: {exc}"
+        entry["traceback"] = "".join(traceback.format_exception(exc)[-6:])
+
+
+def selected(framework, allowed):
+    """Whether ``--frameworks`` lets this framework run (``allowed`` None: all)."""
+    return allowed is None or framework in allowed

@@ -1,0 +1,81 @@
+"""The targets of BENCHMARKS.md, evaluated on one run's figures (reported, never asserted)."""
+from dataclasses import dataclass
+from typing import Optional
+
+
+@dataclass(frozen=True)
+class Target:
+    workload: str
+    text: str
+    ours: str               # hybridtf variant key
+    peer: Optional[str]     # peer variant key, or None for an absolute limit
+    metric: str
+    limit: float            # ratio ours/peer (or the absolute value) must be <= limit
+
+
+TARGETS = (
+    Target("W0", "eager op <= PyTorch eager", "hybridtf/eager", "torch/eager", "time_s", 1.0),
+    Target("W0", "decorated call <= JAX jit", "hybridtf/function", "jax/jit", "time_s", 1.0),
+    Target("W1", "decorated within 1.2x of hand-fused Numba", "hybridtf/function", "numba/fused",
+           "time_s", 1.2),
+    Target("W1", "eager within 1.2x of NumPy", "hybridtf/eager", "numpy/eager", "time_s", 1.2),
+    Target("W2", "decorated within 1.2x of hand-fused Numba", "hybridtf/function", "numba/fused",
+           "time_s", 1.2),
+    Target("W2", "eager within 1.2x of NumPy", "hybridtf/eager", "numpy/eager", "time_s", 1.2),
+    Target("W3", "decorated step faster than JAX jit", "hybridtf/function", "jax/jit", "time_s",
+           1.0),
+    Target("W4", "decorated step faster than TF function", "hybridtf/function",
+           "tensorflow/function", "time_s", 1.0),
+    Target("W5", "decorated faster than JAX jit", "hybridtf/function", "jax/jit", "time_s", 1.0),
+    Target("W6", "decorated faster than TF function", "hybridtf/function", "tensorflow/function",
+           "time_s", 1.0),
+    Target("C1", "cold first call no slower than TF function's", "hybridtf/function",
+           "tensorflow/function", "cold_first_call_s", 1.0),
+    Target("C1", "first call from the disk cache under 0.3 s", "hybridtf/function", None,
+           "warm_first_call_s", 0.3),
+    Target("M1", "no growth after warm-up (<= 1 MiB)", "hybridtf/function", None, "growth_mib",
+           1.0),
+)
+
+
+def _median(workload, variant_key, metric):
+    for variant in workload["variants"]:
+        if variant["key"] == variant_key:
+            value = variant["metrics"].get(metric)
+            return (value or {}).get("median"), variant
+    return None, None
+
+
+def evaluate(results):
+    """``[{"workload", "text", "status": met|not met|n.a., "value", "why"}]`` for the run's
+    workloads (targets of workloads that did not run are left out)."""
+    out = []
+    for target in TARGETS:
+        workload = results["workloads"].get(target.workload)
+        if workload is None:
+            continue
+        row = {"workload": target.workload, "text": target.text, "value": None, "why": None,
+               "absolute": target.peer is None}
+        ours, our_variant = _median(workload, target.ours, target.metric)
+        if ours is None:
+            row["status"] = "n.a."
+            row["why"] = f"{target.ours}: " + _why(our_variant)
+        elif target.peer is None:
+            row["value"] = ours
+            row["status"] = "met" if ours <= target.limit else "not met"
+        else:
+            theirs, peer_variant = _median(workload, target.peer, target.metric)
+            if not theirs:
+                row["status"] = "n.a."
+                row["why"] = f"{target.peer}: " + _why(peer_variant)
+            else:
+                row["value"] = ours / theirs
+                row["status"] = "met" if row["value"] <= target.limit else "not met"
+        out.append(row)
+    return out
+
+
+def _why(variant):
+    if variant is None:
+        return "not in this workload"
+    return f"{variant['status']}" + (f" ({variant['reason']})" if variant.get("reason") else "")

@@ -1,0 +1,68 @@
+"""W5: the seed's data-dependent loop, ``while reduce_sum(x) > 1: x = tanh(x)``."""
+from functools import partial
+
+import numpy as np
+
+from benchmarks.frameworks import decorate, require
+from benchmarks.harness import Prepared
+from benchmarks.workloads.base import Impl, Workload
+
+X0 = np.array([0.2, 0.25, 0.06, 0.9, 0.93], dtype=np.float32)
+
+
+def build_numpy(np_module, profile):
+    def f(x):
+        while np.sum(x) > 1:
+            x = np.tanh(x)
+        return x
+    return Prepared(lambda: f(X0))
+
+
+def build_tf(tf, profile, decorated):
+    """TensorFlow and hybridtf: the seed's code; under tf.function autograph turns the loop
+    into a while_loop."""
+    require(tf, "constant", "reduce_sum", "tanh")
+
+    def f(x):
+        while tf.reduce_sum(x) > 1:
+            x = tf.tanh(x)
+        return x
+    x = tf.constant(X0)
+    fn = decorate(tf, f, decorated)
+    return Prepared(lambda: fn(x))
+
+
+def build_jax(jax, profile):
+    jnp = jax.numpy
+
+    @jax.jit
+    def f(x):
+        return jax.lax.while_loop(lambda x: jnp.sum(x) > 1, jnp.tanh, x)
+    x = jnp.asarray(X0)
+    return Prepared(lambda: f(x).block_until_ready())
+
+
+def build_torch(torch, profile):
+    def f(x):
+        while torch.sum(x) > 1:
+            x = torch.tanh(x)
+        return x
+    x = torch.from_numpy(X0.copy())
+    return Prepared(lambda: f(x))
+
+
+WORKLOAD = Workload(
+    id="W5",
+    title="while reduce_sum(x) > 1: x = tanh(x)",
+    shapes="x = [0.2, 0.25, 0.06, 0.9, 0.93]",
+    tolerance=1e-4,
+    impls=(
+        Impl("numpy", "eager", build_numpy),
+        Impl("tensorflow", "eager", partial(build_tf, decorated=False)),
+        Impl("tensorflow", "function", partial(build_tf, decorated=True)),
+        Impl("jax", "jit", build_jax),
+        Impl("torch", "eager", build_torch),
+        Impl("hybridtf", "eager", partial(build_tf, decorated=False)),
+        Impl("hybridtf", "function", partial(build_tf, decorated=True)),
+    ),
+)
