@@ -75,6 +75,8 @@ def _u53(a, b):
 
 @_jit
 def uniform_f32_kernel(n, seed_lo, seed_hi, ctr_lo, ctr_hi):
+    """n float32 uniforms in [0, 1): element i from word i (24 bits).  Key/counter words are
+    uint64 values < 2**32."""
     out = np.empty(n, np.float32)
     for b in range((n + 3) // 4):
         ub = np.uint64(b)
@@ -88,6 +90,7 @@ def uniform_f32_kernel(n, seed_lo, seed_hi, ctr_lo, ctr_hi):
 
 @_jit
 def uniform_f64_kernel(n, seed_lo, seed_hi, ctr_lo, ctr_hi):
+    """n float64 uniforms in [0, 1): element i from words 2i, 2i+1 (53 bits)."""
     out = np.empty(n, np.float64)
     for b in range((n + 1) // 2):
         ub = np.uint64(b)
