@@ -115,24 +115,15 @@ class watch_variable_reads:
         return False
 
 
-def could_record():
-    return bool(STATE.active)
-
-
 class stop_recording:
-    """Context manager: ops inside are recorded on no tape (``tape.stop_recording()``)."""
+    """Context manager: ops inside are recorded on no tape of this thread."""
 
-    def __init__(self, tapes=None):
-        self._only = tapes
+    def __init__(self):
         self._saved = None
 
     def __enter__(self):
-        active = STATE.active
-        self._saved = list(active)
-        if self._only is None:
-            active.clear()
-        else:
-            active[:] = [t for t in active if all(t is not o for o in self._only)]
+        self._saved = list(STATE.active)
+        STATE.active.clear()
         return self
 
     def __exit__(self, *exc):

@@ -46,7 +46,3 @@ def register(op):
         raise ValueError(f"Op {op.name!r} is already registered.")
     OPS[op.name] = op
     return op
-
-
-def get(name):
-    return OPS[name]

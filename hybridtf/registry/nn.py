@@ -28,10 +28,13 @@ def _last_axis_infer(name):
     return infer
 
 
+def softmax_backprop(y, g):
+    """The gradient through y = softmax(x) along the last axis, given dL/dy = g."""
+    return y * (g - M.reduce_sum(g * y, axis=-1, keepdims=True))
+
+
 def _softmax_grad(record, grads):
-    y = record.outputs[0]
-    g = grads[0]
-    return (y * (g - M.reduce_sum(g * y, axis=-1, keepdims=True)),)
+    return (softmax_backprop(record.outputs[0], grads[0]),)
 
 
 def _log_softmax_grad(record, grads):
@@ -78,7 +81,7 @@ def _sparse_xent_grad(record, grads):
         onehot = A.one_hot(labels, logits.shape[1], dtype=logits.dtype)
         total = A.expand_dims(g_loss, -1) * (probs - onehot)
     if g_probs is not None:
-        via_probs = probs * (g_probs - M.reduce_sum(g_probs * probs, axis=-1, keepdims=True))
+        via_probs = softmax_backprop(probs, g_probs)
         total = via_probs if total is None else total + via_probs
     return total, None
 
@@ -111,7 +114,7 @@ def _xent_grad(record, grads):
         g_logits = g * (probs * M.reduce_sum(labels, axis=-1, keepdims=True) - labels)
         g_labels = -g * N.log_softmax(logits)
     if g_probs is not None:
-        via_probs = probs * (g_probs - M.reduce_sum(g_probs * probs, axis=-1, keepdims=True))
+        via_probs = softmax_backprop(probs, g_probs)
         g_logits = via_probs if g_logits is None else g_logits + via_probs
     return g_logits, g_labels
 
