@@ -1,0 +1,1 @@
+"""Traced functions: trace-cache keys, function graphs and ConcreteFunctions."""
