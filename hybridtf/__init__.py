@@ -34,3 +34,6 @@ __version__ = "0.1.0"
 def executing_eagerly():
     """True: ops run immediately (inside a traced function this will be False)."""
     return True
+from hybridtf import config  # noqa: F401,E402
+from hybridtf.api.script_ops import py_function  # noqa: F401,E402
+from hybridtf.graph.function import Function, function  # noqa: F401,E402

@@ -47,15 +47,11 @@ def ones(shape, dtype=dtypes.float32, name=None):
 
 
 def zeros_like(input, dtype=None, name=None):  # noqa: A002
-    value = np.asarray(as_tensor(input)._value)
-    target = value.dtype if dtype is None else dtypes.as_dtype(dtype).as_numpy_dtype
-    return Tensor(np.zeros(value.shape, target))
+    return _filled_like(input, dtype, 0)
 
 
 def ones_like(input, dtype=None, name=None):  # noqa: A002
-    value = np.asarray(as_tensor(input)._value)
-    target = value.dtype if dtype is None else dtypes.as_dtype(dtype).as_numpy_dtype
-    return Tensor(np.ones(value.shape, target))
+    return _filled_like(input, dtype, 1)
 
 
 def fill(dims, value, name=None):
@@ -100,24 +96,40 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001 -
 # ---- shape ----------------------------------------------------------------------------------------
 def shape(input, out_type=dtypes.int32, name=None):  # noqa: A002
     """The shape of a tensor, as a 1-D integer tensor."""
-    return Tensor(np.asarray(np.shape(as_tensor(input)._value),
-                             dtype=dtypes.as_dtype(out_type).as_numpy_dtype))
+    x = as_tensor(input)
+    target = dtypes.as_dtype(out_type).as_numpy_dtype
+    if type(x) is Tensor or None not in x._shape_tuple:
+        return Tensor(np.asarray(x._shape_tuple, dtype=target))
+    return execute1(AR.SHAPE, [x], {"dtype": target})
 
 
 def size(input, out_type=dtypes.int32, name=None):  # noqa: A002
-    return Tensor(np.asarray(np.size(as_tensor(input)._value),
-                             dtype=dtypes.as_dtype(out_type).as_numpy_dtype))
+    """The number of elements of a tensor, as an integer scalar tensor."""
+    x = as_tensor(input)
+    target = dtypes.as_dtype(out_type).as_numpy_dtype
+    if type(x) is Tensor or None not in x._shape_tuple:
+        return Tensor(np.asarray(int(np.prod(x._shape_tuple)), dtype=target))
+    from hybridtf.api.math_ops import reduce_prod
+    return reduce_prod(shape(x, out_type))
 
 
 def rank(input, name=None):  # noqa: A002
-    return Tensor(np.int32(np.ndim(as_tensor(input)._value)))
+    return Tensor(np.int32(len(as_tensor(input)._shape_tuple)))
+
+
+def _filled_like(input, dtype, value):
+    x = as_tensor(input)
+    target = x._np_dtype if dtype is None else dtypes.as_dtype(dtype).as_numpy_dtype
+    if type(x) is Tensor:
+        return Tensor((np.zeros if value == 0 else np.ones)(x._shape_tuple, target))
+    return execute1(AR.FILL_LIKE, [x], {"value": value, "dtype": target})
 
 
 def reshape(tensor, shape, name=None):
     """The same elements in a new shape; one dimension may be -1."""
     x = as_tensor(tensor)
     dims = _shape_list(shape, "reshape")
-    if tuple(dims) == x._value.shape:
+    if tuple(dims) == x._shape_tuple:
         return x if not _recording() else execute1(AR.RESHAPE, [x], {"shape": dims})
     return execute1(AR.RESHAPE, [x], {"shape": dims})
 
@@ -135,7 +147,7 @@ def transpose(a, perm=None, conjugate=False, name="transpose"):
 def squeeze(input, axis=None, name=None):  # noqa: A002
     """Removes dimensions of size 1 (all of them, or those in ``axis``)."""
     x = as_tensor(input)
-    shape_ = x._value.shape
+    shape_ = x._shape_tuple
     if axis is None:
         dims = [d for d in shape_ if d != 1]
     else:
@@ -151,7 +163,7 @@ def squeeze(input, axis=None, name=None):  # noqa: A002
 def expand_dims(input, axis, name=None):  # noqa: A002
     """Inserts a dimension of size 1 at ``axis``."""
     x = as_tensor(input)
-    dims = list(x._value.shape)
+    dims = list(x._shape_tuple)
     position = checks.axis("expand_dims", axis, len(dims) + 1)
     dims.insert(position, 1)
     return reshape(x, dims)
@@ -160,7 +172,7 @@ def expand_dims(input, axis, name=None):  # noqa: A002
 def broadcast_to(input, shape, name=None):  # noqa: A002
     x = as_tensor(input)
     dims = tuple(_shape_list(shape))
-    if dims == tuple(x._value.shape):
+    if dims == tuple(x._shape_tuple):
         return x
     return execute1(AR.BROADCAST_TO, [x], {"shape": dims})
 
@@ -171,7 +183,10 @@ def identity(input, name=None):  # noqa: A002
 
 def stop_gradient(input, name=None):  # noqa: A002
     """The same value, through which no gradient flows."""
-    return Tensor(as_tensor(input)._value)
+    x = as_tensor(input)
+    if type(x) is Tensor:
+        return Tensor(x._value)
+    return execute1(AR.STOP_GRADIENT, [x], None)
 
 
 # ---- joins and splits -----------------------------------------------------------------------------
@@ -180,7 +195,7 @@ def concat(values, axis, name="concat"):
     attrs = {"axis": int(axis)}
     if len(tensors) == 1:
         # Nothing to join, but the axis must still be valid (as TF checks it).
-        AR.CONCAT.infer([Spec(tensors[0]._value.shape, tensors[0]._value.dtype)], attrs)
+        AR.CONCAT.infer([Spec(tensors[0]._shape_tuple, tensors[0]._np_dtype)], attrs)
         return identity(tensors[0])
     return execute1(AR.CONCAT, tensors, attrs)
 
@@ -190,11 +205,11 @@ def stack(values, axis=0, name="stack"):
     tensors = [as_tensor(v) for v in values]
     if not tensors:
         checks.fail("stack", "values must be a non-empty list of tensors.")
-    first = tensors[0]._value.shape
+    first = tensors[0]._shape_tuple
     for i, t in enumerate(tensors):
-        if t._value.shape != first:
+        if t._shape_tuple != first:
             checks.fail("stack", f"Shapes of all inputs must match: values[0].shape = "
-                        f"{list(first)} != values[{i}].shape = {list(t._value.shape)}.")
+                        f"{list(first)} != values[{i}].shape = {list(t._shape_tuple)}.")
     position = checks.axis("stack", axis, len(first) + 1)
     return concat([expand_dims(t, position) for t in tensors], axis=position)
 
@@ -205,7 +220,7 @@ def unstack(value, num=None, axis=0, name="unstack"):
     position = checks.axis("unstack", axis, max(x.ndim, 1) if x.ndim else 0) if x.ndim else None
     if position is None:
         checks.fail("unstack", "cannot unstack a scalar.")
-    n = x._value.shape[position]
+    n = x._shape_tuple[position]
     if num is not None and num != n:
         checks.fail("unstack", f"num={num} does not match dimension {position} of size {n}.")
     if n == 0:
@@ -245,7 +260,7 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
     # Mirrored padding is a gather of source positions along each axis (so it is differentiable).
     out = x
     for axis_, (before, after) in enumerate(pads.tolist()):
-        size_ = x._value.shape[axis_]
+        size_ = x._shape_tuple[axis_]
         limit = size_ - 1 if mode == "REFLECT" else size_
         if before > limit or after > limit:
             checks.fail("pad", f"paddings {before, after} too large for dimension {axis_} of size "
@@ -276,15 +291,16 @@ def _batched_gather(params, indices, axis, batch_dims):
     if axis != batch_dims:
         checks.fail("gather", f"with batch_dims={batch_dims} only axis={batch_dims} is "
                     f"supported, got axis={axis}; transpose the gathered axis there first.")
-    pshape = list(params._value.shape)
-    ishape = list(indices._value.shape)
+    pshape = list(params._shape_tuple)
+    ishape = list(indices._shape_tuple)
     if pshape[:batch_dims] != ishape[:batch_dims]:
         checks.fail("gather", f"batch dimensions of params {pshape} and indices {ishape} differ.")
     from hybridtf.api import math_ops
     batch = int(np.prod(pshape[:batch_dims]))
     n = pshape[axis]
-    AR.check_indices("gather", np.asarray(indices._value), n)
-    offsets = np.arange(batch, dtype=indices._value.dtype).reshape(
+    if type(indices) is Tensor:  # traced indices are checked by the gather node at run time
+        AR.check_indices("gather", np.asarray(indices._value), n)
+    offsets = np.arange(batch, dtype=indices._np_dtype).reshape(
         pshape[:batch_dims] + [1] * (len(ishape) - batch_dims)) * n
     flat_params = reshape(params, [batch * n] + pshape[axis + 1:])
     flat = execute1(AR.GATHER, [flat_params, math_ops.add(indices, Tensor(offsets))], {"axis": 0})
@@ -363,7 +379,7 @@ def strided_slice_grad(grad, shape, spec):
 def getitem(tensor, key):
     """``tensor[key]`` with ints, slices, ``...``, ``tf.newaxis`` and scalar int tensors."""
     x = as_tensor(tensor)
-    return strided_slice(x, normalize_index(key, x._value.ndim))
+    return strided_slice(x, normalize_index(key, len(x._shape_tuple)))
 
 
 def slice(input_, begin, size, name=None):  # noqa: A001 - TF's name
@@ -373,12 +389,12 @@ def slice(input_, begin, size, name=None):  # noqa: A001 - TF's name
     size_ = _shape_list(size)
     if len(begin) != x.ndim or len(size_) != x.ndim:
         checks.fail("slice", f"begin {begin} and size {size_} need one entry per dimension of "
-                    f"the input of shape {list(x._value.shape)}.")
+                    f"the input of shape {list(x._shape_tuple)}.")
     spec = []
-    for b, s, d in zip(begin, size_, x._value.shape):
+    for b, s, d in zip(begin, size_, x._shape_tuple):
         end = d if s == -1 else b + s
         if b < 0 or end > d or end < b:
             checks.fail("slice", f"begin {begin} / size {size_} out of bounds for shape "
-                        f"{list(x._value.shape)}.")
+                        f"{list(x._shape_tuple)}.")
         spec.append(builtins.slice(b, end))
     return strided_slice(x, tuple(spec))

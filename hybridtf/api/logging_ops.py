@@ -3,8 +3,11 @@ import sys
 
 import numpy as np
 
+from hybridtf.eager.execute import as_tensor, execute
 from hybridtf.framework import nest
 from hybridtf.framework.tensor import Tensor
+from hybridtf.graph import func_graph
+from hybridtf.registry.python_ops import PRINT, TensorSlot
 
 
 def _format_float(value):
@@ -64,11 +67,8 @@ def _format_value(value, summarize):
     return str(value)
 
 
-def print_(*inputs, output_stream=None, summarize=3, sep=" ", end="\n", name=None):
-    """Prints the inputs (tensors summarised to ``summarize`` items per end of each dimension).
-
-    ``output_stream``: sys.stderr (default), sys.stdout, or "file://<path>" to append to a file.
-    """
+def write(inputs, output_stream, summarize, sep, end):
+    """Formats ``inputs`` as ``tf.print`` does and writes them to the stream."""
     text = sep.join(_format_value(v, summarize) for v in inputs) + end
     stream = sys.stderr if output_stream is None else output_stream
     if isinstance(stream, str):
@@ -81,3 +81,26 @@ def print_(*inputs, output_stream=None, summarize=3, sep=" ", end="\n", name=Non
     stream.write(text)
     if hasattr(stream, "flush"):
         stream.flush()
+
+
+def print_(*inputs, output_stream=None, summarize=3, sep=" ", end="\n", name=None):
+    """Prints the inputs (tensors summarised to ``summarize`` items per end of each dimension).
+
+    ``output_stream``: sys.stderr (default), sys.stdout, or "file://<path>" to append to a file.
+    Inside a traced function it prints every time the function runs.
+    """
+    if func_graph.current() is None:
+        write(inputs, output_stream, summarize, sep, end)
+        return None
+    tensors = []
+
+    def slot(leaf):
+        if isinstance(leaf, Tensor) or getattr(leaf, "_is_variable", False):
+            tensors.append(as_tensor(leaf))
+            return TensorSlot(len(tensors) - 1)
+        return leaf
+
+    template = nest.map_structure(slot, list(inputs))
+    execute(PRINT, tensors, {"template": template, "output_stream": output_stream,
+                             "summarize": summarize, "sep": sep, "end": end})
+    return None

@@ -28,10 +28,10 @@ def multiply(x, y, name=None):
 
 def _true_divide_operands(x, y):
     xt, yt = binary_operands("truediv", x, y)
-    kind = xt._value.dtype.kind
-    if kind in "iu" and xt._value.dtype == yt._value.dtype:
+    kind = xt._np_dtype.kind
+    if kind in "iu" and xt._np_dtype == yt._np_dtype:
         # TF: int8/int16/uint8 divide in float32, int32/int64 in float64.
-        target = dtypes.float32 if xt._value.dtype.itemsize <= 2 else dtypes.float64
+        target = dtypes.float32 if xt._np_dtype.itemsize <= 2 else dtypes.float64
         xt, yt = cast(xt, target), cast(yt, target)
     return xt, yt
 
@@ -56,7 +56,7 @@ def div_no_nan(x, y, name=None):
 def floordiv(x, y, name=None):
     """Floor of x / y (integers: rounding toward -inf)."""
     xt, yt = binary_operands("floordiv", x, y)
-    if xt._value.dtype.kind == "f":
+    if xt._np_dtype.kind == "f":
         return floor(divide(xt, yt))
     return execute_binary(E.FLOORDIV, xt, yt)
 
@@ -72,8 +72,6 @@ mod = floormod
 def pow(x, y, name=None):  # noqa: A001 - TF's name
     """x ** y elementwise.  Integer tensors may not be raised to negative integer powers."""
     xt, yt = binary_operands("pow", x, y)
-    if xt._value.dtype.kind in "iu" and np.any(np.asarray(yt._value) < 0):
-        fail("pow", "Integers to negative integer powers are not allowed.")
     return execute_binary(E.POWER, xt, yt)
 
 
@@ -136,8 +134,7 @@ def where(condition, x=None, y=None, name=None):
     With only ``condition``: the int64 coordinates of its true elements, shape [n, rank].
     """
     if x is None and y is None:
-        c = as_tensor(condition)
-        return Tensor(np.argwhere(np.asarray(c._value)).astype(np.int64))
+        return execute1(AR.WHERE_INDICES, [as_tensor(condition)], None)
     if x is None or y is None:
         raise ValueError("where: x and y must both be given, or neither.")
     return execute_ternary(E.SELECT, condition, x, y)
@@ -219,7 +216,7 @@ def ceil(x, name=None):
 def round(x, name=None):  # noqa: A001 - TF's name
     """Rounds half to even, as TF."""
     xt = as_tensor(x)
-    if xt._value.dtype.kind in "iu":
+    if xt._np_dtype.kind in "iu":
         return xt
     return execute_unary(E.ROUND, xt)
 
@@ -396,8 +393,8 @@ def tensordot(a, b, axes, name=None):
     from hybridtf.api.array_ops import reshape, transpose
     from hybridtf.registry import Spec, checks
     at, bt = binary_operands("tensordot", a, b)
-    checks.same_dtype("tensordot", [Spec(at._value.shape, at._value.dtype),
-                                    Spec(bt._value.shape, bt._value.dtype)], names=("a", "b"))
+    checks.same_dtype("tensordot", [Spec(at._shape_tuple, at._np_dtype),
+                                    Spec(bt._shape_tuple, bt._np_dtype)], names=("a", "b"))
     ashape, bshape = at.shape.as_list(), bt.shape.as_list()
     if isinstance(axes, Tensor):
         axes = axes.numpy().tolist()

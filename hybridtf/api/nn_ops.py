@@ -101,10 +101,10 @@ def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):
     labels and logits must have the same shape and dtype (as TF; no broadcasting).
     """
     x, z = binary_operands("sigmoid_cross_entropy_with_logits", logits, labels)
-    checks.allowed_dtype("sigmoid_cross_entropy_with_logits", x._value.dtype, NN.FLOATS,
+    checks.allowed_dtype("sigmoid_cross_entropy_with_logits", x._np_dtype, NN.FLOATS,
                          "logits")
     checks.same_dtype("sigmoid_cross_entropy_with_logits",
-                      [Spec(x._value.shape, x._value.dtype), Spec(z._value.shape, z._value.dtype)],
+                      [Spec(x._shape_tuple, x._np_dtype), Spec(z._shape_tuple, z._np_dtype)],
                       names=("logits", "labels"))
     if tuple(x.shape) != tuple(z.shape):
         checks.fail("sigmoid_cross_entropy_with_logits", f"logits and labels must have the same "

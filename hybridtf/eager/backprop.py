@@ -284,7 +284,7 @@ def _one_hot_seeds(shape, batch):
 
 def _vector_jacobian_rows(tape, target, sources, mode, seeds):
     rows = [[] for _ in sources]
-    dtype = target._value.dtype
+    dtype = target._np_dtype
     for seed in seeds:
         grads = compute_gradients(tape, [target], sources, [Tensor(seed.astype(dtype))], mode)
         for row, g in zip(rows, grads):

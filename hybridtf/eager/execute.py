@@ -6,6 +6,7 @@ from ops import elementwise
 from hybridtf.eager import tape as tape_lib
 from hybridtf.framework.constant_op import convert_to_tensor, python_scalar_array, to_numpy
 from hybridtf.framework.tensor import Tensor
+from hybridtf.graph import func_graph
 from hybridtf.registry import Spec
 
 _TAPES = tape_lib.STATE  # per-thread: .active is the list of recording tapes
@@ -15,8 +16,16 @@ def execute(op, inputs, attrs):
     """Runs ``op`` on ``inputs`` (tensors) and returns its outputs as a tuple of tensors.
 
     The op's shape/dtype rule and value checks run before its kernel, so bad input raises a
-    clear error instead of reaching compiled code.
+    clear error instead of reaching compiled code.  While a function is traced, an op with a
+    symbolic input (or a stateful op) adds a node to the graph instead.
     """
+    for t in inputs:
+        if type(t) is not Tensor:
+            return add_node(t.graph, op, inputs, attrs)
+    if op.stateful:
+        graph = func_graph.current()
+        if graph is not None:
+            return add_node(graph, op, inputs, attrs)
     arrays = [np.asarray(t._value) for t in inputs]
     op.infer([Spec(a.shape, a.dtype) for a in arrays], attrs)
     if op.check_values is not None:
@@ -30,6 +39,19 @@ def execute(op, inputs, attrs):
         tape_lib.record(op, inputs, outputs, attrs, op.grad)
     return outputs
 
+
+def add_node(graph, op, inputs, attrs):
+    """Adds ``op`` to the traced ``graph``; its outputs are symbolic tensors.
+
+    Eager inputs are captured by value.  The tape records the original inputs, so a tensor
+    watched before it was captured stays connected.
+    """
+    graph_inputs = [graph.as_input(t) for t in inputs]
+    specs = op.infer([Spec(t._shape_tuple, t._np_dtype) for t in graph_inputs], attrs)
+    outputs = graph.add_node(op, graph_inputs, attrs, specs)
+    if _TAPES.active and op.grad is not None:
+        tape_lib.record(op, tuple(inputs), outputs, attrs, op.grad)
+    return outputs
 
 def execute1(op, inputs, attrs):
     """``execute`` for single-output ops: returns the tensor itself."""
@@ -56,7 +78,7 @@ def as_tensor(value, dtype=None):
 def _like(value, other, op_name):
     """Converts a non-tensor operand using the other operand's dtype, as TF's operators do."""
     if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
-        return Tensor(python_scalar_array(value, other._value.dtype, op_name))
+        return Tensor(python_scalar_array(value, other._np_dtype, op_name))
     if isinstance(value, (np.ndarray, np.generic, list, tuple)):
         return Tensor(to_numpy(value, other.dtype))
     return as_tensor(value)
@@ -87,14 +109,19 @@ def binary_operands(op_name, x, y):
 def _fast_kernel(op, dtype):
     kernel = op.fast.get(dtype)
     if kernel is None:
-        if dtype == object or dtype.name not in op.scalar.dtypes:
-            op.infer([Spec((), dtype)] * op.scalar.arity, None)  # raises the op's dtype error
-        kernel = op.fast[dtype] = elementwise.ufunc(op.scalar.name, dtype.name)
+        from hybridtf.registry.elementwise import kernel_for  # (the registry imports this module)
+        specs = [Spec((), dtype)] * op.scalar.arity
+        if op.scalar.arity == 3:  # select: a bool condition, then the two values
+            specs[0] = Spec((), np.dtype(np.bool_))
+        op.infer(specs, None)  # raises the op's error for an unsupported dtype
+        kernel = op.fast[dtype] = kernel_for(op.scalar.name, dtype)
     return kernel
 
 
 def execute_unary(op, x):
     xt = x if type(x) is Tensor else as_tensor(x)
+    if type(xt) is not Tensor:
+        return add_node(xt.graph, op, (xt,), None)[0]
     a = xt._value
     kernel = op.fast.get(a.dtype) or _fast_kernel(op, a.dtype)
     out = Tensor(kernel(a))
@@ -114,9 +141,14 @@ def execute_binary(op, x, y):
             return _tensor_op_python_float(op, x, a, y)
         else:
             x, y = binary_operands(op.name, x, y)
+            if type(y) is not Tensor:
+                return add_node(y.graph, op, (x, y), None)[0]
             b = y._value
     else:
         x, y = binary_operands(op.name, x, y)
+        if type(x) is not Tensor or type(y) is not Tensor:
+            graph = x.graph if type(x) is not Tensor else y.graph
+            return add_node(graph, op, (x, y), None)[0]
         a = x._value
         b = y._value
     if a.dtype is not b.dtype:
@@ -125,7 +157,7 @@ def execute_binary(op, x, y):
     if op.check_values is not None:
         op.check_values((a, b), None)
     try:  # free unless raised; NumPy checks broadcasting before running any loop
-        if a.size < LOOP_MIN_SIZE and b.size < LOOP_MIN_SIZE:
+        if (a.size < LOOP_MIN_SIZE and b.size < LOOP_MIN_SIZE) or a.dtype.kind == "O":
             result = ufunc(a, b)
         elif b.ndim == 0 and a.flags.c_contiguous:
             result = np.empty(a.shape, ufunc.types[0][-1])
@@ -167,6 +199,9 @@ def _tensor_op_python_float(op, x, a, y):
 def execute_ternary(op, c, x, y):
     ct = as_tensor(c)
     xt, yt = binary_operands(op.name, x, y)
+    for t in (ct, xt, yt):
+        if type(t) is not Tensor:
+            return add_node(t.graph, op, (ct, xt, yt), None)[0]
     arrays = [np.asarray(t._value) for t in (ct, xt, yt)]
     op.infer([Spec(a.shape, a.dtype) for a in arrays], None)
     out = Tensor(_fast_kernel(op, arrays[1].dtype)(*arrays))

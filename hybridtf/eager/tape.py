@@ -38,7 +38,8 @@ class Record:
 
 def differentiable(value):
     """True for floating (and complex) tensors and variables: the ones gradients flow through."""
-    kind = value._value.dtype.kind
+    array = value._value
+    kind = (array.dtype if array is not None else value._np_dtype).kind
     return kind == "f" or kind == "c"
 
 

@@ -70,6 +70,16 @@ class Tensor:
     def ndim(self):
         return self._value.ndim
 
+    # Shape and NumPy dtype for op code that must also work on symbolic (traced) tensors,
+    # whose shapes may have None dimensions.
+    @property
+    def _shape_tuple(self):
+        return self._value.shape
+
+    @property
+    def _np_dtype(self):
+        return self._value.dtype
+
     @property
     def device(self):
         return CPU_DEVICE

@@ -6,7 +6,8 @@ import numpy as np
 from hybridtf.eager import tape as tape_lib
 from hybridtf.framework import dtypes
 from hybridtf.framework.constant_op import to_numpy
-from hybridtf.framework.tensor import CPU_DEVICE, Reference, Tensor, format_value
+from hybridtf.framework.tensor import CPU_DEVICE, Reference, Tensor, format_value, is_tensor
+from hybridtf.graph import func_graph
 from hybridtf.framework.tensor_shape import TensorShape
 
 _IDS = itertools.count(1)
@@ -41,6 +42,13 @@ class Variable:
             raise ValueError("initial_value must be specified.")
         if callable(initial_value):
             initial_value = initial_value()
+        graph = func_graph.current()
+        if graph is not None:
+            graph.created_variables.append(self)
+            if getattr(initial_value, "_is_variable", False):
+                initial_value = initial_value.value()
+            if isinstance(initial_value, func_graph.GraphTensor):
+                initial_value = Tensor(np.asarray(graph.evaluate(initial_value)))
         if isinstance(initial_value, Tensor) or getattr(initial_value, "_is_variable", False):
             value = np.asarray(initial_value)
             if dtype is not None and dtypes.as_dtype(dtype).as_numpy_dtype != value.dtype:
@@ -70,8 +78,12 @@ class Variable:
 
     # ---- reading --------------------------------------------------------------------------
     def value(self):
-        """The current value as a tensor; recorded on active tapes that watch this variable."""
-        read = self._snapshot
+        """The current value as a tensor; recorded on active tapes that watch this variable.
+
+        Inside a traced function the value is symbolic and read by reference each call.
+        """
+        graph = func_graph.current()
+        read = self._snapshot if graph is None else graph.read_variable(self)
         if tape_lib.STATE.active or tape_lib.STATE.variable_watchers:
             tape_lib.record_variable_read(self, read)
         return read
@@ -99,8 +111,23 @@ class Variable:
                              f"to variable {self._name} of shape {self._shape}.")
         return np.asarray(array)
 
+    def _assign_traced(self, graph, value, op_name):
+        from hybridtf.eager.execute import as_tensor
+        tensor = as_tensor(value) if is_tensor(value) else Tensor(self._converted(value, op_name))
+        if tensor.dtype != self.dtype:
+            raise TypeError(f"{op_name}: cannot assign a value of dtype {tensor.dtype.name} to "
+                            f"variable {self._name} of dtype {self.dtype.name}; use tf.cast first.")
+        if not self._shape.is_compatible_with(tensor.shape):
+            raise ValueError(f"{op_name}: cannot assign a value of shape {tensor.shape} to "
+                             f"variable {self._name} of shape {self._shape}.")
+        graph.assign_variable(self, graph.as_input(tensor))
+        return self
+
     def assign(self, value, use_locking=None, name=None, read_value=True):
         """Sets the variable's value; returns the variable."""
+        graph = func_graph.current()
+        if graph is not None:
+            return self._assign_traced(graph, value, "assign") if read_value else None
         array = self._converted(value, "assign")
         if array is self._value or array.base is not None:
             array = array.copy()
@@ -108,11 +135,21 @@ class Variable:
         return self if read_value else None
 
     def assign_add(self, delta, use_locking=None, name=None, read_value=True):
-        self._set(self._value + self._converted(delta, "assign_add"))
+        graph = func_graph.current()
+        if graph is not None:
+            from hybridtf.api import math_ops
+            self._assign_traced(graph, math_ops.add(self.value(), delta), "assign_add")
+        else:
+            self._set(self._value + self._converted(delta, "assign_add"))
         return self if read_value else None
 
     def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
-        self._set(self._value - self._converted(delta, "assign_sub"))
+        graph = func_graph.current()
+        if graph is not None:
+            from hybridtf.api import math_ops
+            self._assign_traced(graph, math_ops.subtract(self.value(), delta), "assign_sub")
+        else:
+            self._set(self._value - self._converted(delta, "assign_sub"))
         return self if read_value else None
 
     # ---- properties ------------------------------------------------------------------------

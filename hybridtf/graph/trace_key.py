@@ -65,8 +65,11 @@ def key_of(value):
                          else None)
     if isinstance(value, (np.ndarray, np.generic)):
         return TensorKey(dtypes.as_dtype(value.dtype).name, np.shape(value))
-    if isinstance(value, Tensor) or getattr(value, "_is_variable", False):
+    if isinstance(value, Tensor):
         return TensorKey(value.dtype.name, tuple(value.shape))
+    if getattr(value, "_is_variable", False):
+        # Variables are used by reference, so a trace belongs to the variable it was made with.
+        return IdentityKey("Variable", id(value))
     if isinstance(value, tuple) and hasattr(value, "_fields"):
         return StructureKey(f"namedtuple {type(value).__qualname__}",
                             tuple(key_of(v) for v in value))
@@ -82,14 +85,25 @@ def key_of(value):
     return ValueKey(type(value).__name__, value)
 
 
+def bind(signature, args, kwargs):
+    """The call's ``inspect.BoundArguments`` with defaults applied (TypeError if it can't bind)."""
+    bound = signature.bind(*args, **kwargs)
+    bound.apply_defaults()
+    return bound
+
+
 def canonical_arguments(signature, args, kwargs):
     """(name, value) pairs for a call, in parameter order, with defaults filled in.
 
     ``signature`` is the ``inspect.Signature`` of the Python function.  Raises TypeError for a
     call the function could not accept.
     """
-    bound = signature.bind(*args, **kwargs)
-    bound.apply_defaults()
+    return arguments_of(bind(signature, args, kwargs))
+
+
+def arguments_of(bound):
+    """(name, value) pairs of bound arguments, ``*args`` and ``**kwargs`` spread out."""
+    signature = bound.signature
     pairs = []
     for name, value in bound.arguments.items():
         kind = signature.parameters[name].kind

@@ -376,3 +376,18 @@ STRIDED_SLICE_GRAD = _one(
     "strided_slice_grad", _slice_grad_eager,
     lambda specs, attrs: [Spec(tuple(attrs["shape"]), specs[0].dtype)],
     lambda record, grads: (A.strided_slice(grads[0], record.attrs["spec"]),))
+
+
+# ---- ops that traced code needs where eager code reads the value directly ------------------------
+FILL_LIKE = _one(
+    "fill_like",
+    lambda arrays, attrs: np.full(np.shape(arrays[0]), attrs["value"], dtype=attrs["dtype"]),
+    lambda specs, attrs: [Spec(specs[0].shape, np.dtype(attrs["dtype"]))])
+SHAPE = _one(
+    "shape", lambda arrays, attrs: np.asarray(np.shape(arrays[0]), dtype=attrs["dtype"]),
+    lambda specs, attrs: [Spec((len(specs[0].shape),), np.dtype(attrs["dtype"]))])
+STOP_GRADIENT = _one("stop_gradient", lambda arrays, attrs: arrays[0],
+                     lambda specs, attrs: [Spec(specs[0].shape, specs[0].dtype)])
+WHERE_INDICES = _one(
+    "where_indices", lambda arrays, attrs: np.argwhere(arrays[0]).astype(np.int64),
+    lambda specs, attrs: [Spec((None, len(specs[0].shape)), np.dtype(np.int64))])

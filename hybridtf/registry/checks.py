@@ -20,7 +20,12 @@ def dtype_name(np_dtype):
 
 
 def broadcast(op_name, shapes):
-    """The broadcast of ``shapes`` (NumPy rules), or InvalidArgumentError naming them."""
+    """The broadcast of ``shapes`` (NumPy rules), or InvalidArgumentError naming them.
+
+    A shape of unknown rank (None, while tracing) makes the result unknown too.
+    """
+    if any(s is None for s in shapes):
+        return None
     rank = max(len(s) for s in shapes)
     out = []
     for i in range(rank):

@@ -1,4 +1,6 @@
 """Elementwise ops: one entry per op (kernel: the scalar function in ``ops.elementwise``)."""
+import numpy as np
+
 from ops import elementwise as kernels
 
 from hybridtf.api import array_ops as A
@@ -15,16 +17,38 @@ def _infer(name, scalar):
             dtype = checks.same_dtype(name, specs[1:])
         else:
             dtype = checks.same_dtype(name, specs)
-        checks.allowed_dtype(name, dtype, scalar.dtypes)
+        if not (dtype == object and name in STRING_OPS):
+            checks.allowed_dtype(name, dtype, scalar.dtypes)
         shape = checks.broadcast(name, [s.shape for s in specs])
         return [Spec(shape, bool if scalar.bool_output else dtype)]
     return infer
 
 
+def _concat_strings(x, y):
+    return np.asarray(np.add(x, y), dtype=object)  # NumPy returns bare bytes for 0-d inputs
+
+
+# Ops that also apply to tf.string tensors (bytes objects): NumPy's object loops run them.
+STRING_OPS = {"add": _concat_strings, "equal": np.equal, "not_equal": np.not_equal}
+
+
+def kernel_for(name, dtype):
+    """The ufunc computing elementwise op ``name`` on inputs of NumPy ``dtype``."""
+    if dtype == object and name in STRING_OPS:
+        return STRING_OPS[name]
+    return kernels.ufunc(name, dtype.name)
+
+
 def _eager(name):
     def eager(arrays, attrs):
-        return kernels.ufunc(name, arrays[-1].dtype.name)(*arrays)
+        return kernel_for(name, arrays[-1].dtype)(*arrays)
     return eager
+
+
+def _no_negative_integer_exponent(arrays, attrs):
+    x, y = arrays
+    if x.dtype.kind in "iu" and (np.asarray(y) < 0).any():
+        checks.fail("pow", "Integers to negative integer powers are not allowed.")
 
 
 def _no_integer_zero_divisor(arrays, attrs):
@@ -96,7 +120,8 @@ FLOORDIV = define("floordiv", check_values=_no_integer_zero_divisor)
 FLOORMOD = define("floormod", _binary_grad(lambda g, x, y, z: g,
                                            lambda g, x, y, z: -g * M.floordiv(x, y)),
                   check_values=_no_integer_zero_divisor)
-POWER = define("power", _binary_grad(_power_dx, _power_dy))
+POWER = define("power", _binary_grad(_power_dx, _power_dy),
+               check_values=_no_negative_integer_exponent)
 MAXIMUM = define("maximum", _binary_grad(
     lambda g, x, y, z: M.where(x >= y, g, A.zeros_like(g)),
     lambda g, x, y, z: M.where(x >= y, A.zeros_like(g), g)))

@@ -1,0 +1,586 @@
+"""``hybridtf.function``: a polymorphic callable that traces a graph per input signature.
+
+Semantics follow TF 2's ``tf.function``: the trace cache is keyed as described in
+``trace_key``; Python side effects happen only while tracing; variables are used by reference;
+stateful ops run in program order on every call; variables may be created on the first trace
+only.  Graphs currently run through ``interpreter`` (the ops' eager kernels).
+"""
+import functools
+import inspect
+import threading
+import warnings
+
+import numpy as np
+
+from hybridtf.eager import tape as tape_lib
+from hybridtf.eager.execute import as_tensor
+from hybridtf.framework import dtypes, nest
+from hybridtf.framework.errors import InvalidArgumentError
+from hybridtf.framework.tensor import Tensor
+from hybridtf.framework.tensor_shape import TensorShape
+from hybridtf.framework.tensor_spec import TensorSpec
+from hybridtf.graph import func_graph, interpreter
+from hybridtf.graph import trace_key as tk
+from hybridtf.graph.func_graph import FuncGraph, GraphTensor
+
+RETRACE_WARNING_THRESHOLD = 5
+
+
+class RetracingWarning(UserWarning):
+    """A decorated function keeps tracing new graphs: a sign of an avoidable cost."""
+
+
+class _Config(threading.local):
+    run_eagerly = False
+
+
+_CONFIG = _Config()
+
+
+def run_functions_eagerly(run_eagerly):
+    """With True, decorated functions run their Python code eagerly on every call."""
+    _CONFIG.run_eagerly = bool(run_eagerly)
+
+
+def functions_run_eagerly():
+    return _CONFIG.run_eagerly
+
+
+def _is_tensor_arg(value):
+    return isinstance(value, (Tensor, np.ndarray, np.generic, TensorSpec))
+
+
+# ---- ConcreteFunction ---------------------------------------------------------------------------
+class ConcreteFunction:
+    """One traced graph with a fixed input signature; callable like the Python function."""
+
+    def __init__(self, name, graph, signature, arg_template, input_specs):
+        self.name = name
+        self.graph = graph
+        self._signature = signature
+        self._arg_template = arg_template   # bound arguments with tensor leaves as specs
+        self._input_specs = input_specs     # one TensorSpec per graph input
+        self._calls = 0
+        self._backward = None
+        self._lock = threading.Lock()
+
+    @property
+    def structured_outputs(self):
+        return self.graph.structured_outputs
+
+    @property
+    def structured_input_signature(self):
+        return self._arg_template.args, self._arg_template.kwargs
+
+    @property
+    def inputs(self):
+        return list(self.graph.inputs)
+
+    @property
+    def outputs(self):
+        return list(self.graph.outputs)
+
+    @property
+    def variables(self):
+        return [v for v, _ in self.graph.variables]
+
+    def pretty_printed_graph(self):
+        return repr(self.graph)
+
+    def __repr__(self):
+        return f"<ConcreteFunction {self.name}{self._signature}>"
+
+    # ---- calling --------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        """Calls the graph; arguments must be compatible with the traced signature."""
+        try:
+            bound = tk.bind(self._signature, args, kwargs)
+        except TypeError as err:
+            raise TypeError(f"{self.name}: {err}") from None
+        flat = _flatten_tensor_args(bound, self._arg_template)
+        return self.call_flat(flat)
+
+    def call_flat(self, flat_args):
+        tensors = []
+        for i, (value, spec) in enumerate(zip(flat_args, self._input_specs)):
+            tensor = _as_input_tensor(value, spec, self.name, i)
+            tensors.append(tensor)
+        if len(tensors) != len(self._input_specs):
+            raise TypeError(f"{self.name} takes {len(self._input_specs)} tensor inputs, got "
+                            f"{len(tensors)}.")
+        graph = func_graph.current()
+        if graph is not None or any(type(t) is not Tensor for t in tensors):
+            return self._inline(tensors)
+        return self._run_eagerly(tensors)
+
+    def _run_eagerly(self, tensors):
+        with self._lock:
+            call_index = self._calls
+            self._calls += 1
+        arrays = [t._value for t in tensors]
+        if tape_lib.STATE.active:
+            return self._run_recorded(tensors, arrays, call_index)
+        values = interpreter.run(self.graph, arrays, call_index)
+        return self._pack([Tensor(v) for v in values])
+
+    def _pack(self, flat_outputs):
+        return nest.pack_sequence_as(self.graph.structured_outputs, _restore_python_outputs(
+            self.graph, flat_outputs))
+
+    def _inline(self, tensors):
+        """Adds this function's nodes to the graph being traced (a nested call)."""
+        outputs = replay(self.graph, tensors, apply_variable_updates=True)
+        return self._pack(outputs)
+
+    # ---- gradients through a call -----------------------------------------------------------
+    def _run_recorded(self, tensors, arrays, call_index):
+        variables = [v for v, _ in self.graph.variables]
+        reads = [v.value() for v in variables]  # lets active tapes watch them
+        values = interpreter.run(self.graph, arrays, call_index)
+        outputs = [Tensor(v) for v in values]
+        float_inputs = list(tensors) + reads
+
+        def backward(record, grads):
+            return self._backward_function()(float_inputs, grads, record.outputs)
+
+        tape_lib.record(None, tuple(float_inputs), tuple(outputs), None, backward)
+        return self._pack(outputs)
+
+    def _backward_function(self):
+        """A traced function giving the gradients of this graph's outputs w.r.t. its inputs
+        and variables; itself differentiable, so higher-order gradients work."""
+        if self._backward is None:
+            forward = self.graph
+            variables = [v for v, _ in forward.variables]
+            n_inputs = len(forward.inputs)
+
+            def gradients(inputs, output_grads):
+                from hybridtf.eager.backprop import GradientTape
+                with GradientTape(watch_accessed_variables=False) as tape:
+                    tape.watch(list(inputs))
+                    tape.watch(variables)
+                    outputs = replay(forward, inputs, apply_variable_updates=False)
+                return tape.gradient(outputs, list(inputs) + variables,
+                                     output_gradients=output_grads)
+
+            traced = function(gradients, name=f"{self.name}_backward")
+
+            def call(float_inputs, grads, outputs):
+                grads = [g if g is not None else _zeros_for(y) for g, y in zip(grads, outputs)]
+                return traced(list(float_inputs[:n_inputs]), grads)
+            self._backward = call
+        return self._backward
+
+
+def _zeros_for(tensor):
+    from hybridtf.api.array_ops import zeros_like
+    return zeros_like(tensor)
+
+
+def _restore_python_outputs(graph, flat_outputs):
+    """Output leaves that were Python values at trace time come back as those values."""
+    result = []
+    it = iter(flat_outputs)
+    for leaf in graph.output_leaves:
+        result.append(next(it) if leaf is _TENSOR_OUTPUT else leaf)
+    return result
+
+
+_TENSOR_OUTPUT = object()
+
+
+def replay(graph, inputs, apply_variable_updates):
+    """Re-creates ``graph``'s computation on ``inputs`` through the op API (so that it is traced
+    into the current graph, or recorded on active tapes); returns the output tensors."""
+    from hybridtf.eager.execute import execute
+    mapping = {id(ph): t for ph, t in zip(graph.inputs, inputs)}
+    for tensor, placeholder in graph.captures:
+        mapping[id(placeholder)] = tensor
+    for variable, placeholder in graph.variables:
+        mapping[id(placeholder)] = variable.value()
+    wanted = _ancestors(graph.outputs) if not apply_variable_updates else None
+    for node in graph.nodes:
+        if wanted is not None and id(node) not in wanted:
+            continue
+        outs = execute(node.op, [mapping[id(t)] for t in node.inputs], node.attrs)
+        for t, o in zip(node.outputs, outs):
+            mapping[id(t)] = o
+    if apply_variable_updates:
+        for variable, tensor in graph.updated_variables():
+            variable.assign(mapping[id(tensor)])
+    return [mapping[id(t)] for t in graph.outputs]
+
+
+def _ancestors(tensors):
+    needed = set()
+    stack = list(tensors)
+    while stack:
+        t = stack.pop()
+        if isinstance(t, GraphTensor) and t.node is not None and id(t.node) not in needed:
+            needed.add(id(t.node))
+            stack.extend(t.node.inputs)
+    return needed
+
+
+def _flatten_tensor_args(bound, template):
+    """The tensor leaves of a call, in the order of the template's tensor leaves."""
+    flat = []
+    for name, spec_value in template.arguments.items():
+        if name not in bound.arguments:
+            continue
+        value = bound.arguments[name]
+        spec_leaves = nest.flatten(spec_value)
+        try:
+            nest.assert_same_structure(spec_value, value)
+        except ValueError:
+            raise TypeError(f"Argument {name!r} has a different structure than the traced "
+                            f"signature: {value!r} vs {spec_value!r}.") from None
+        for leaf, spec in zip(nest.flatten(value), spec_leaves):
+            if isinstance(spec, TensorSpec):
+                flat.append(leaf)
+    return flat
+
+
+def _as_input_tensor(value, spec, fn_name, index):
+    if getattr(value, "_is_variable", False):
+        value = value.value()
+    if not isinstance(value, Tensor):
+        try:
+            value = as_tensor(value, dtype=spec.dtype)
+            if isinstance(value, Tensor) and value.dtype is not spec.dtype and \
+                    not isinstance(value, GraphTensor):
+                from hybridtf.framework.constant_op import convert_to_tensor
+                value = convert_to_tensor(np.asarray(value), dtype=spec.dtype)
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"{fn_name}: input #{index} ({value!r}) cannot be converted to "
+                            f"{spec}: {err}") from None
+    if value.dtype is not spec.dtype:
+        raise InvalidArgumentError(
+            None, fn_name, f"cannot compute {fn_name} as input #{index}(zero-based) was expected "
+            f"to be a {spec.dtype.name} tensor but is a {value.dtype.name} tensor")
+    if not spec.shape.is_compatible_with(value.shape):
+        raise ValueError(f"{fn_name}: input #{index} has shape {value.shape}, which is not "
+                         f"compatible with the traced shape {spec.shape}.")
+    return value
+
+
+# ---- Function -----------------------------------------------------------------------------------
+class Function:
+    """A Python function traced into graphs, one per input signature (``tf.function``)."""
+
+    def __init__(self, python_function, name=None, input_signature=None, autograph=True,
+                 jit_compile=None, reduce_retracing=False, experimental_implements=None,
+                 experimental_autograph_options=None, experimental_attributes=None,
+                 experimental_relax_shapes=None, experimental_compile=None,
+                 experimental_follow_type_hints=None):
+        if input_signature is not None and not isinstance(input_signature, (list, tuple)):
+            raise TypeError(f"input_signature must be either a tuple or a list, got "
+                            f"{type(input_signature).__name__}.")
+        if input_signature is not None:
+            for spec in nest.flatten(list(input_signature)):
+                if not isinstance(spec, TensorSpec):
+                    raise TypeError(f"input_signature must contain only tf.TensorSpec, got "
+                                    f"{spec!r}.")
+        self._python_function = python_function
+        self._name = name or getattr(python_function, "__name__", "function")
+        self._input_signature = None if input_signature is None else tuple(input_signature)
+        self._autograph = autograph
+        self._jit_compile = jit_compile
+        self._reduce_retracing = bool(reduce_retracing or experimental_relax_shapes)
+        self._signature = inspect.signature(python_function)
+        self._cache = {}            # call key -> ConcreteFunction
+        self._relaxed = []          # (general key, ConcreteFunction)
+        self._last_key = None
+        self._tracing_count = 0
+        self._variables_created = False
+        self._lock = threading.RLock()
+        self._bound_instances = {}
+        functools.update_wrapper(self, python_function)
+
+    # ---- properties TF has -------------------------------------------------------------------
+    @property
+    def python_function(self):
+        return self._python_function
+
+    @property
+    def input_signature(self):
+        return self._input_signature
+
+    @property
+    def function_spec(self):
+        return self._signature
+
+    def experimental_get_tracing_count(self):
+        """How many times the Python function has been traced."""
+        return self._tracing_count
+
+    def __repr__(self):
+        return f"<hybridtf.function {self._name}>"
+
+    # ---- methods ---------------------------------------------------------------------------
+    def __get__(self, instance, owner):
+        """Binds a decorated method per instance, so each object has its own traces."""
+        if instance is None:
+            return self
+        bound = self._bound_instances.get(id(instance))
+        if bound is None or bound[0]() is not instance:
+            import weakref
+            method = functools.partial(self._python_function, instance)
+            functools.update_wrapper(method, self._python_function)
+            fn = Function(method, name=self._name, input_signature=self._input_signature,
+                          autograph=self._autograph, jit_compile=self._jit_compile,
+                          reduce_retracing=self._reduce_retracing)
+            fn._signature = _drop_first_parameter(self._signature)
+            try:
+                ref = weakref.ref(instance, lambda _, key=id(instance):
+                                  self._bound_instances.pop(key, None))
+            except TypeError:
+                ref = (lambda obj: (lambda: obj))(instance)
+            bound = self._bound_instances[id(instance)] = (ref, fn)
+        return bound[1]
+
+    # ---- calling ----------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if _CONFIG.run_eagerly:
+            return self._python_function(*args, **kwargs)
+        concrete, flat = self._concrete_for_call(args, kwargs)
+        return concrete.call_flat(flat)
+
+    def get_concrete_function(self, *args, **kwargs):
+        """The ConcreteFunction for these arguments (tensors, arrays or ``tf.TensorSpec`` s);
+        with an input_signature, no arguments are needed."""
+        if not args and not kwargs and self._input_signature is not None:
+            args = self._input_signature
+        concrete, _ = self._concrete_for_call(args, kwargs)
+        return concrete
+
+    def _concrete_for_call(self, args, kwargs):
+        try:
+            bound = tk.bind(self._signature, args, kwargs)
+        except TypeError as err:
+            raise TypeError(f"{self._name}(): {err}") from None
+        if self._input_signature is not None:
+            bound = self._apply_input_signature(bound, args, kwargs)
+        pairs = tk.arguments_of(bound)
+        key = tk.call_key(pairs)
+        concrete = self._cache.get(key)
+        if concrete is None:
+            concrete = self._lookup_relaxed(key)
+        if concrete is None:
+            with self._lock:
+                concrete = self._cache.get(key) or self._lookup_relaxed(key)
+                if concrete is None:
+                    concrete = self._trace_for(bound, key)
+        flat = [leaf for _, value in pairs for leaf in nest.flatten(value)
+                if _is_tensor_arg(leaf)]
+        return concrete, flat
+
+    def _lookup_relaxed(self, key):
+        for general, concrete in self._relaxed:
+            if tk.covers_call(general, key):
+                return concrete
+        return None
+
+    def _apply_input_signature(self, bound, args, kwargs):
+        """Checks the call against input_signature; returns arguments with specs as keys."""
+        names = [n for n, p in self._signature.parameters.items()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        given = [bound.arguments[n] for n in names[:len(self._input_signature)]
+                 if n in bound.arguments]
+        if len(given) != len(self._input_signature):
+            raise TypeError(f"{self._name}: the input_signature has {len(self._input_signature)} "
+                            f"entries but the call gave {len(given)} arguments for them.")
+        problems = None
+        for value, spec in zip(given, self._input_signature):
+            try:
+                nest.assert_same_structure(spec, value)
+            except ValueError:
+                problems = True
+                break
+            for leaf, leaf_spec in zip(nest.flatten(value), nest.flatten(spec)):
+                if not _compatible(leaf, leaf_spec):
+                    problems = True
+        if problems:
+            raise ValueError("Python inputs incompatible with input_signature:\n"
+                             f"  inputs: {tuple(given)!r}\n"
+                             f"  input_signature: {self._input_signature!r}")
+        converted = dict(bound.arguments)
+        for name, value, spec in zip(names, given, self._input_signature):
+            converted[name] = nest.map_structure(
+                lambda leaf, s: as_tensor(leaf) if isinstance(leaf, Tensor) or
+                getattr(leaf, "_is_variable", False) else
+                as_tensor(np.asarray(leaf, dtype=s.dtype.as_numpy_dtype)), value, spec)
+        bound.arguments.update(converted)
+        self._signature_specs = {n: s for n, s in zip(names, self._input_signature)}
+        return bound
+
+    # ---- tracing ------------------------------------------------------------------------------
+    def _trace_for(self, bound, key):
+        trace_key_ = key
+        if self._input_signature is not None:
+            trace_key_ = tk.call_key([(n, self._signature_specs.get(n, v))
+                                      for n, v in tk.arguments_of(_with_specs(
+                                          bound, self._signature_specs))])
+        elif self._reduce_retracing and self._last_key is not None:
+            relaxed = tk.relax_call(self._last_key, key)
+            if relaxed is not None and relaxed != key:
+                trace_key_ = relaxed
+        if self._tracing_count >= RETRACE_WARNING_THRESHOLD - 1 and self._last_key is not None:
+            self._warn_retracing(key)
+        concrete = self._trace(bound, trace_key_)
+        if trace_key_ == key:
+            self._cache[key] = concrete
+        else:
+            self._relaxed.append((trace_key_, concrete))
+        self._last_key = key
+        return concrete
+
+    def _warn_retracing(self, key):
+        lines = tk.differences(self._last_key, key)
+        tips = tk.advice(self._last_key, key)
+        warnings.warn(
+            f"{self._name} has been traced {self._tracing_count + 1} times. Retracing is slow "
+            f"(the Python function runs again and a new graph is built). What changed since the "
+            f"previous trace: {'; '.join(lines) or 'nothing visible'}. "
+            f"To avoid it: {'; '.join(tips) or 'keep argument types and shapes stable'}.",
+            RetracingWarning, stacklevel=5)
+
+    def _trace(self, bound, key):
+        concrete = self._trace_once(bound, key)
+        if concrete.graph.created_variables:
+            if self._variables_created:
+                raise ValueError(
+                    f"tf.function-decorated function {self._name!r} tried to create variables "
+                    "on a non-first call. Create variables once, outside the function or on "
+                    "its first call only (e.g. `if self.v is None: self.v = tf.Variable(...)`).")
+            self._variables_created = True
+            # As TF: trace again now the variables exist; creating more is an error.
+            concrete = self._trace_once(bound, key)
+            if concrete.graph.created_variables:
+                raise ValueError(
+                    f"tf.function-decorated function {self._name!r} tried to create variables "
+                    "on every call. Create variables once, outside the function or on its "
+                    "first call only (e.g. `if self.v is None: self.v = tf.Variable(...)`).")
+        return concrete
+
+    def _trace_once(self, bound, key):
+        self._tracing_count += 1
+        graph = FuncGraph(self._name)
+        specs = []
+        examples = []
+        key_of_arg = dict(key)
+
+        def symbolic(leaf, leaf_key, name):
+            if not _is_tensor_arg(leaf):
+                return leaf
+            if isinstance(leaf, TensorSpec):
+                shape, dtype = leaf.shape, leaf.dtype
+                examples.append(None)
+            else:
+                dtype = dtypes.as_dtype(leaf.dtype)
+                shape = TensorShape(leaf_key.shape) if leaf_key.shape is not None else \
+                    TensorShape(None)
+                examples.append(np.asarray(leaf._value if isinstance(leaf, Tensor) else leaf,
+                                           dtype=dtype.as_numpy_dtype))
+            spec = TensorSpec(shape, dtype, name)
+            specs.append(spec)
+            return graph.placeholder(shape.dims, dtype.as_numpy_dtype, name)
+
+        template_args = {}
+        symbolic_args = {}
+        for name, value in bound.arguments.items():
+            leaves = nest.flatten(value)
+            leaf_keys = _argument_leaf_keys(bound, name, key_of_arg)
+            sym_leaves = []
+            tmpl_leaves = []
+            for leaf, lk in zip(leaves, leaf_keys):
+                s = symbolic(leaf, lk, name)
+                sym_leaves.append(s)
+                tmpl_leaves.append(specs[-1] if isinstance(s, GraphTensor) else leaf)
+            symbolic_args[name] = nest.pack_sequence_as(value, sym_leaves)
+            template_args[name] = nest.pack_sequence_as(value, tmpl_leaves)
+        graph.example_inputs = None if any(e is None for e in examples) else examples
+        sym_bound = inspect.BoundArguments(bound.signature, _ordered(bound, symbolic_args))
+        template = inspect.BoundArguments(bound.signature, _ordered(bound, template_args))
+        with tape_lib.stop_recording(), func_graph.building(graph):
+            result = self._python_function(*sym_bound.args, **sym_bound.kwargs)
+            flat_out = nest.flatten(result)
+            leaves = []
+            outputs = []
+            for item in flat_out:
+                if getattr(item, "_is_variable", False):
+                    item = item.value()
+                if isinstance(item, Tensor):
+                    outputs.append(graph.as_input(item))
+                    leaves.append(_TENSOR_OUTPUT)
+                else:
+                    leaves.append(item)
+        graph.outputs = outputs
+        graph.output_leaves = leaves
+        graph.structured_outputs = result
+        return ConcreteFunction(self._name, graph, bound.signature, template, specs)
+
+
+def _flat_keys(key):
+    """The leaf keys of an argument key, in ``nest.flatten`` order."""
+    if isinstance(key, tk.StructureKey):
+        out = []
+        for item in key.items:
+            out += _flat_keys(item[1] if key.kind == "dict" else item)
+        return out
+    return [key]
+
+
+def _argument_leaf_keys(bound, name, keys):
+    """The leaf keys of argument ``name`` (``*args`` / ``**kwargs`` are keyed per item)."""
+    kind = bound.signature.parameters[name].kind
+    value = bound.arguments[name]
+    if kind is inspect.Parameter.VAR_POSITIONAL:
+        return [k for i in range(len(value)) for k in _flat_keys(keys[f"{name}[{i}]"])]
+    if kind is inspect.Parameter.VAR_KEYWORD:
+        return [k for item in sorted(value) for k in _flat_keys(keys[f"{name}[{item!r}]"])]
+    return _flat_keys(keys[name])
+
+
+def _ordered(bound, arguments):
+    return {name: arguments[name] for name in bound.arguments}
+
+
+def _with_specs(bound, specs):
+    copy = inspect.BoundArguments(bound.signature, dict(bound.arguments))
+    copy.arguments.update(specs)
+    return copy
+
+
+def _compatible(value, spec):
+    if isinstance(value, Tensor) or getattr(value, "_is_variable", False):
+        return value.dtype is spec.dtype and spec.shape.is_compatible_with(value.shape)
+    try:
+        array = np.asarray(value)
+    except Exception:  # noqa: BLE001 - anything unconvertible is simply incompatible
+        return False
+    if array.dtype.kind not in "biuf":
+        return False
+    if array.dtype.kind == "f" and not spec.dtype.is_floating:
+        return False
+    return spec.shape.is_compatible_with(array.shape)
+
+
+def _drop_first_parameter(signature):
+    params = list(signature.parameters.values())[1:]
+    return signature.replace(parameters=params)
+
+
+def function(func=None, input_signature=None, autograph=True, jit_compile=None,
+             reduce_retracing=False, experimental_implements=None,
+             experimental_autograph_options=None, experimental_attributes=None,
+             experimental_relax_shapes=None, experimental_compile=None,
+             experimental_follow_type_hints=None, name=None):
+    """Compiles a function into a callable graph (``tf.function``); usable as a decorator with
+    or without arguments."""
+    options = dict(input_signature=input_signature, autograph=autograph, jit_compile=jit_compile,
+                   reduce_retracing=reduce_retracing,
+                   experimental_relax_shapes=experimental_relax_shapes, name=name)
+    if func is None:
+        return lambda f: Function(f, **options)
+    return Function(func, **options)

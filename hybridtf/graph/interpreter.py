@@ -1,0 +1,61 @@
+"""Running a FuncGraph node by node on the ops' eager kernels.
+
+This is the first execution tier: a new trace runs at once, without waiting for a compiler.
+"""
+import numpy as np
+
+
+def _bind_sources(graph, input_arrays):
+    values = {}
+    for placeholder, array in zip(graph.inputs, input_arrays):
+        values[id(placeholder)] = array
+    for tensor, placeholder in graph.captures:
+        values[id(placeholder)] = tensor._value
+    for variable, placeholder in graph.variables:
+        values[id(placeholder)] = variable._value
+    return values
+
+
+def _run_node(node, values, call_index):
+    op = node.op
+    arrays = [np.asarray(values[id(t)]) for t in node.inputs]
+    attrs = node.attrs
+    if op.stateful and attrs is not None and "counter" in attrs:
+        # A random op draws a fresh stream on every call of the function.
+        attrs = dict(attrs, counter=(attrs["counter"] << 32) + call_index)
+    if op.check_values is not None:
+        op.check_values(arrays, attrs)
+    result = op.eager(arrays, attrs)
+    outputs = (result,) if op.num_outputs == 1 else tuple(result)
+    for tensor, value in zip(node.outputs, outputs):
+        values[id(tensor)] = value
+
+
+def run(graph, input_arrays, call_index=0):
+    """Runs every node in program order; returns the output values and assigns variables."""
+    values = _bind_sources(graph, input_arrays)
+    for node in graph.nodes:
+        _run_node(node, values, call_index)
+    for variable, tensor in graph.updated_variables():
+        variable._set(np.array(values[id(tensor)]))
+    return [values[id(t)] for t in graph.outputs]
+
+
+def evaluate(graph, tensors, input_arrays):
+    """The values of ``tensors`` computed from the inputs, running only the nodes they need
+    (no side effects): used to initialise variables created while tracing."""
+    needed = set()
+    stack = list(tensors)
+    while stack:
+        t = stack.pop()
+        if t.node is not None and id(t.node) not in needed:
+            needed.add(id(t.node))
+            stack.extend(t.node.inputs)
+    values = _bind_sources(graph, input_arrays)
+    for node in graph.nodes:
+        if id(node) in needed:
+            if node.op.stateful:
+                raise ValueError(f"A variable's initial value depends on the stateful op "
+                                 f"{node.op.name!r}; create the variable outside the function.")
+            _run_node(node, values, 0)
+    return [values[id(t)] for t in tensors]
