@@ -22,6 +22,8 @@ def build_tf(tf, profile, decorated):
     """TensorFlow and hybridtf: the seed's code; under tf.function autograph turns the loop
     into a while_loop."""
     require(tf, "constant", "reduce_sum", "tanh")
+    if decorated:
+        require(tf, "autograph.to_code")  # the Python while on a tensor needs autograph
 
     def f(x):
         while tf.reduce_sum(x) > 1:
