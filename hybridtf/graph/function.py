@@ -46,6 +46,24 @@ def functions_run_eagerly():
     return _CONFIG.run_eagerly
 
 
+_FAST_SCALARS = (int, float, bool, str, type(None))
+
+
+def _fast_key(args):
+    """An exact, cheap key for calls made only of eager tensors and Python scalars, or None."""
+    key = []
+    for a in args:
+        t = type(a)
+        if t is Tensor:
+            value = a._value
+            key.append((value.dtype, value.shape))
+        elif t in _FAST_SCALARS:
+            key.append((t, a))
+        else:
+            return None
+    return tuple(key)
+
+
 def _is_tensor_arg(value):
     return isinstance(value, (Tensor, np.ndarray, np.generic, TensorSpec))
 
@@ -295,6 +313,7 @@ class Function:
         self._variables_created = False
         self._lock = threading.RLock()
         self._bound_instances = {}
+        self._fast_cache = {}       # exact positional-argument signature -> (concrete, slots)
         functools.update_wrapper(self, python_function)
 
     # ---- properties TF has -------------------------------------------------------------------
@@ -343,7 +362,22 @@ class Function:
     def __call__(self, *args, **kwargs):
         if _CONFIG.run_eagerly:
             return self._python_function(*args, **kwargs)
+        if not kwargs and not func_graph._STATE.graphs:
+            # Fast path for the common call: positional eager tensors and Python scalars whose
+            # exact dtypes, shapes and values were seen before map straight to their trace.
+            fast_key = _fast_key(args)
+            if fast_key is not None:
+                entry = self._fast_cache.get(fast_key)
+                if entry is not None:
+                    concrete, positions = entry
+                    return concrete._run_eagerly([args[i] for i in positions])
         concrete, flat = self._concrete_for_call(args, kwargs)
+        if not kwargs:
+            fast_key = _fast_key(args)
+            if fast_key is not None and len(flat) == len(concrete._input_specs):
+                positions = tuple(i for i, a in enumerate(args) if type(a) is Tensor)
+                if len(positions) == len(flat):
+                    self._fast_cache[fast_key] = (concrete, positions)
         return concrete.call_flat(flat)
 
     def get_concrete_function(self, *args, **kwargs):
