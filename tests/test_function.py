@@ -459,3 +459,23 @@ def test_print_goes_to_the_chosen_stream(capsys):
 
     f(tf.constant([1, 2]))
     assert capsys.readouterr().out == "x = [1 2]\n"
+
+
+def test_gradients_with_unknown_batch_dimension():
+    w = tf.Variable(tf.ones([3, 2]))
+    b = tf.Variable(tf.zeros([2]))
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32)])
+    def grads(x):
+        with tf.GradientTape() as tape:
+            y = tf.reduce_mean(tf.square(tf.matmul(x, w) + b))
+        return tape.gradient(y, [w, b])
+
+    for batch in (4, 2):
+        x = np.random.default_rng(batch).normal(size=(batch, 3)).astype(np.float32)
+        with tf.GradientTape() as tape:
+            y = tf.reduce_mean(tf.square(tf.matmul(x, w) + b))
+        expected = tape.gradient(y, [w, b])
+        for got, want in zip(grads(tf.constant(x)), expected):
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5)
+    assert grads.experimental_get_tracing_count() == 1

@@ -398,3 +398,21 @@ def slice(input_, begin, size, name=None):  # noqa: A001 - TF's name
                         f"{list(x._shape_tuple)}.")
         spec.append(builtins.slice(b, end))
     return strided_slice(x, tuple(spec))
+
+
+# ---- used by gradient rules: shapes taken from a tensor at run time ------------------------------
+def sum_to_like(grad, x):
+    """``grad`` summed over the dimensions broadcasting stretched, to ``x``'s shape."""
+    return execute1(AR.SUM_TO_LIKE, [as_tensor(grad), as_tensor(x)], None)
+
+
+def broadcast_like(value, x):
+    """``value`` broadcast to ``x``'s shape."""
+    return execute1(AR.BROADCAST_LIKE, [as_tensor(value), as_tensor(x)], None)
+
+
+def unreduce(value, x, axes, keepdims):
+    """A reduction's result over ``axes`` broadcast back to the shape of its input ``x``."""
+    return execute1(AR.UNREDUCE, [as_tensor(value), as_tensor(x)],
+                    {"axes": tuple(axes), "keepdims": bool(keepdims)})
+

@@ -2,6 +2,7 @@
 import numpy as np
 
 from ops import array as kernels
+from ops import reduce as reduce_kernels
 
 from hybridtf.api import array_ops as A
 from hybridtf.api import math_ops as M
@@ -80,7 +81,7 @@ BROADCAST_TO = _one(
     "broadcast_to",
     lambda arrays, attrs: checks.contiguous(np.broadcast_to(arrays[0], tuple(attrs["shape"]))),
     _broadcast_infer,
-    lambda record, grads: (unbroadcast(grads[0], record.inputs[0].shape),))
+    lambda record, grads: (unbroadcast(grads[0], record.inputs[0]),))
 
 
 # ---- cast, identity -----------------------------------------------------------------------------
@@ -391,3 +392,35 @@ STOP_GRADIENT = _one("stop_gradient", lambda arrays, attrs: arrays[0],
 WHERE_INDICES = _one(
     "where_indices", lambda arrays, attrs: np.argwhere(arrays[0]).astype(np.int64),
     lambda specs, attrs: [Spec((None, len(specs[0].shape)), np.dtype(np.int64))])
+
+
+# ---- shape-polymorphic helpers of gradient rules (dimensions may be unknown while tracing) -------
+def _sum_to_shape(g, shape):
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape)
+                                      if d == 1 and g.shape[lead + i] != 1)
+    return reduce_kernels.reduce_sum(g, axes, True).reshape(shape) if axes else g.reshape(shape)
+
+
+SUM_TO_LIKE = _one(
+    "sum_to_like", lambda arrays, attrs: _sum_to_shape(arrays[0], arrays[1].shape),
+    lambda specs, attrs: [Spec(specs[1].shape, specs[0].dtype)],
+    lambda record, grads: (A.broadcast_like(grads[0], record.inputs[0]), None))
+BROADCAST_LIKE = _one(
+    "broadcast_like",
+    lambda arrays, attrs: checks.contiguous(np.broadcast_to(arrays[0], arrays[1].shape)),
+    lambda specs, attrs: [Spec(specs[1].shape, specs[0].dtype)],
+    lambda record, grads: (A.sum_to_like(grads[0], record.inputs[0]), None))
+
+
+def _unreduce_eager(arrays, attrs):
+    g, x = arrays
+    if not attrs["keepdims"]:
+        g = g.reshape([1 if i in attrs["axes"] else d for i, d in enumerate(x.shape)])
+    return checks.contiguous(np.broadcast_to(g, x.shape))
+
+
+UNREDUCE = _one(
+    "unreduce", _unreduce_eager, lambda specs, attrs: [Spec(specs[1].shape, specs[0].dtype)],
+    lambda record, grads: (M.reduce_sum(grads[0], axis=list(record.attrs["axes"]),
+                                        keepdims=record.attrs["keepdims"]), None))

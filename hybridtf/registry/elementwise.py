@@ -63,10 +63,13 @@ def define(name, grad=None, check_values=None):
                           check_values=check_values, scalar=scalar))
 
 
-def unbroadcast(grad, shape):
-    """Sums ``grad`` over the dimensions that broadcasting added or stretched to reach it."""
-    gshape = tuple(grad.shape)
-    shape = tuple(shape)
+def unbroadcast(grad, x):
+    """Sums ``grad`` over the dimensions that broadcasting added or stretched to reach it from
+    ``x``'s shape (at run time when a dimension is unknown while tracing)."""
+    gshape = grad._shape_tuple
+    shape = x._shape_tuple
+    if gshape is None or shape is None or None in gshape or None in shape:
+        return A.sum_to_like(grad, x)
     if gshape == shape:
         return grad
     lead = len(gshape) - len(shape)
@@ -82,8 +85,8 @@ def _binary_grad(fx, fy):
     def grad(record, grads):
         g, = grads
         x, y = record.inputs
-        gx = unbroadcast(fx(g, x, y, record.outputs[0]), x.shape) if fx else None
-        gy = unbroadcast(fy(g, x, y, record.outputs[0]), y.shape) if fy else None
+        gx = unbroadcast(fx(g, x, y, record.outputs[0]), x) if fx else None
+        gy = unbroadcast(fy(g, x, y, record.outputs[0]), y) if fy else None
         return gx, gy
     return grad
 
@@ -98,8 +101,7 @@ def _select_grad(record, grads):
     g, = grads
     c, x, y = record.inputs
     zeros = A.zeros_like(g)
-    return (None, unbroadcast(M.where(c, g, zeros), x.shape),
-            unbroadcast(M.where(c, zeros, g), y.shape))
+    return (None, unbroadcast(M.where(c, g, zeros), x), unbroadcast(M.where(c, zeros, g), y))
 
 
 def _power_dx(g, x, y, z):

@@ -39,7 +39,7 @@ def _grad(record, grads):
     else:
         ga, gb = (M.matmul(b, g, transpose_a=True, transpose_b=True),
                   M.matmul(g, a, transpose_a=True, transpose_b=True))
-    return unbroadcast(ga, a.shape), unbroadcast(gb, b.shape)
+    return unbroadcast(ga, a), unbroadcast(gb, b)
 
 
 MATMUL = register(OpDef(

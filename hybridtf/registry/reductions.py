@@ -38,26 +38,35 @@ def _kept_shape(x, attrs):
     return axes, [1 if i in axes else d for i, d in enumerate(x.shape)]
 
 
+def _unreduce(value, x, attrs):
+    """A reduction's output (or its gradient) broadcast back to the shape of its input x."""
+    axes, kept = _kept_shape(x, attrs)
+    if None in x._shape_tuple:
+        return A.unreduce(value, x, axes, attrs["keepdims"])
+    return A.broadcast_to(A.reshape(value, kept), x.shape)
+
+
 def _sum_grad(record, grads):
-    x = record.inputs[0]
-    _, kept = _kept_shape(x, record.attrs)
-    return (A.broadcast_to(A.reshape(grads[0], kept), x.shape),)
+    return (_unreduce(grads[0], record.inputs[0], record.attrs),)
 
 
 def _mean_grad(record, grads):
-    x = record.inputs[0]
-    axes, kept = _kept_shape(x, record.attrs)
-    count = int(np.prod([x.shape[i] for i in axes])) if axes else 1
-    return (A.broadcast_to(A.reshape(grads[0], kept), x.shape) / max(count, 1),)
+    x, y = record.inputs[0], record.outputs[0]
+    axes, _ = _kept_shape(x, record.attrs)
+    if None in x._shape_tuple:
+        count = M.cast(A.size(x), x.dtype) / M.maximum(M.cast(A.size(y), x.dtype), 1.0)
+    else:
+        count = max(int(np.prod([x.shape[i] for i in axes])) if axes else 1, 1)
+    return (_unreduce(grads[0], x, record.attrs) / count,)
 
 
 def _extremum_grad(record, grads):
     # Ties share the gradient equally, as TF.
     x, y = record.inputs[0], record.outputs[0]
-    axes, kept = _kept_shape(x, record.attrs)
-    hits = M.cast(M.equal(x, A.reshape(y, kept)), x.dtype)
+    axes, _ = _kept_shape(x, record.attrs)
+    hits = M.cast(M.equal(x, _unreduce(y, x, record.attrs)), x.dtype)
     count = M.reduce_sum(hits, axis=list(axes), keepdims=True)
-    return (hits / count * A.reshape(grads[0], kept),)
+    return (hits / count * _unreduce(grads[0], x, record.attrs),)
 
 
 def _prod_grad(record, grads):
