@@ -394,7 +394,7 @@ class Function:
         except TypeError as err:
             raise TypeError(f"{self._name}(): {err}") from None
         if self._input_signature is not None:
-            bound = self._apply_input_signature(bound, args, kwargs)
+            bound = self._apply_input_signature(bound)
         pairs = tk.arguments_of(bound)
         key = tk.call_key(pairs)
         concrete = self._cache.get(key)
@@ -415,10 +415,15 @@ class Function:
                 return concrete
         return None
 
-    def _apply_input_signature(self, bound, args, kwargs):
-        """Checks the call against input_signature; returns arguments with specs as keys."""
+    def _signature_names(self):
+        """The parameters the input_signature describes, in order."""
         names = [n for n, p in self._signature.parameters.items()
                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        return names[:len(self._input_signature)]
+
+    def _apply_input_signature(self, bound):
+        """Checks the call against input_signature; returns it with tensors for the arguments."""
+        names = self._signature_names()
         given = [bound.arguments[n] for n in names[:len(self._input_signature)]
                  if n in bound.arguments]
         if len(given) != len(self._input_signature):
@@ -445,16 +450,14 @@ class Function:
                 getattr(leaf, "_is_variable", False) else
                 as_tensor(np.asarray(leaf, dtype=s.dtype.as_numpy_dtype)), value, spec)
         bound.arguments.update(converted)
-        self._signature_specs = {n: s for n, s in zip(names, self._input_signature)}
         return bound
 
     # ---- tracing ------------------------------------------------------------------------------
     def _trace_for(self, bound, key):
         trace_key_ = key
         if self._input_signature is not None:
-            trace_key_ = tk.call_key([(n, self._signature_specs.get(n, v))
-                                      for n, v in tk.arguments_of(_with_specs(
-                                          bound, self._signature_specs))])
+            specs = dict(zip(self._signature_names(), self._input_signature))
+            trace_key_ = tk.call_key(tk.arguments_of(_with_specs(bound, specs)))
         elif self._reduce_retracing and self._last_key is not None:
             relaxed = tk.relax_call(self._last_key, key)
             if relaxed is not None and relaxed != key:
