@@ -479,3 +479,17 @@ def test_gradients_with_unknown_batch_dimension():
         for got, want in zip(grads(tf.constant(x)), expected):
             np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5)
     assert grads.experimental_get_tracing_count() == 1
+
+
+def test_unneeded_nodes_are_pruned_from_the_graph():
+    w = tf.Variable(tf.ones([4, 3]))
+
+    @tf.function
+    def step(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.matmul(x, w))
+        w.assign_sub(0.1 * tape.gradient(loss, w))  # the gradient w.r.t. x is never used
+        return loss
+
+    graph = step.get_concrete_function(tf.ones([2, 4])).graph
+    assert [n.op.name for n in graph.nodes].count("matmul") == 2

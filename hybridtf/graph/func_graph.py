@@ -187,6 +187,23 @@ class FuncGraph:
         return [(v, self._variable_values[id(v)]) for v, _ in self.variables
                 if self._variable_values[id(v)] is not initial[id(v)]]
 
+    def prune(self):
+        """Drops nodes nothing needs: not stateful, and not on a path to an output or to a
+        variable's new value (e.g. the gradient of an input nobody asked for)."""
+        keep = set()
+        stack = list(self.outputs) + [t for _, t in self.updated_variables()]
+        for node in self.nodes:
+            if node.op.stateful:
+                keep.add(id(node))
+                stack.extend(node.inputs)
+        while stack:
+            t = stack.pop()
+            node = t.node
+            if node is not None and id(node) not in keep:
+                keep.add(id(node))
+                stack.extend(node.inputs)
+        self.nodes = [n for n in self.nodes if id(n) in keep]
+
     def add_node(self, op, inputs, attrs, specs):
         node = Node(op, inputs, attrs)
         node.outputs = tuple(self._tensor(node, i, s.shape, s.dtype, op.name)

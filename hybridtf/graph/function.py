@@ -553,6 +553,7 @@ class Function:
                 else:
                     leaves.append(item)
         graph.outputs = outputs
+        graph.prune()
         graph.output_leaves = leaves
         graph.structured_outputs = result
         return ConcreteFunction(self._name, graph, bound.signature, template, specs)
