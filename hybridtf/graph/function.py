@@ -81,6 +81,9 @@ class ConcreteFunction:
         self._calls = 0
         self._backward = None
         self._lock = threading.Lock()
+        self._run_plan = None       # compiled plan's run(arrays, call_index), built lazily
+        self._compiled = None
+        self._compile_error = None
 
     @property
     def structured_outputs(self):
@@ -104,6 +107,39 @@ class ConcreteFunction:
 
     def pretty_printed_graph(self):
         return repr(self.graph)
+
+    # ---- the compiled plan ------------------------------------------------------------------
+    def _compiled_run(self):
+        """``run(arrays, call_index)`` of this graph's compiled plan, built on first use; the
+        interpreter when lowering fails (the reason is kept for ``kernel_source``)."""
+        run = self._run_plan
+        if run is None:
+            with self._lock:
+                run = self._run_plan
+                if run is None:
+                    from hybridtf import compiler
+                    try:
+                        self._compiled = compiler.compile_graph(self.graph)
+                        run = self._compiled.run
+                    except Exception as err:  # lowering is an optimisation: never fatal
+                        self._compiled = None
+                        self._compile_error = f"{type(err).__name__}: {err}"
+                        graph = self.graph
+
+                        def run(arrays, call_index):
+                            return interpreter.run(graph, arrays, call_index)
+                    self._run_plan = run
+        return run
+
+    @property
+    def kernel_source(self):
+        """The generated source this function runs: fused Numba kernels and the driver."""
+        self._compiled_run()
+        if self._compiled is None:
+            return (f"# hybridtf.compiler could not lower this graph ({self._compile_error}); "
+                    "it runs on the graph interpreter.\n")
+        from hybridtf import compiler
+        return compiler.describe(self._compiled)
 
     def __repr__(self):
         return f"<ConcreteFunction {self.name}{self._signature}>"
@@ -138,7 +174,7 @@ class ConcreteFunction:
         arrays = [t._value for t in tensors]
         if tape_lib.STATE.active:
             return self._run_recorded(tensors, arrays, call_index)
-        values = interpreter.run(self.graph, arrays, call_index)
+        values = self._compiled_run()(arrays, call_index)
         return self._pack([Tensor(v) for v in values])
 
     def _pack(self, flat_outputs):
@@ -154,7 +190,7 @@ class ConcreteFunction:
     def _run_recorded(self, tensors, arrays, call_index):
         variables = [v for v, _ in self.graph.variables]
         reads = [v.value() for v in variables]  # lets active tapes watch them
-        values = interpreter.run(self.graph, arrays, call_index)
+        values = self._compiled_run()(arrays, call_index)
         outputs = [Tensor(v) for v in values]
         float_inputs = list(tensors) + reads
 

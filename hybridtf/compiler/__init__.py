@@ -1,0 +1,208 @@
+"""The graph compiler: a ``FuncGraph`` lowered to fused Numba loops plus opaque steps.
+
+``compile_graph(graph)`` returns a ``CompiledGraph`` whose ``run(input_arrays, call_index)`` has
+exactly ``interpreter.run``'s semantics: every node runs (opaque nodes through their value checks
+and eager kernels, in program order), stateful nodes keep their order, outputs are returned and
+assigned variables written back at the end.
+
+* ``plan.lower`` groups elementwise nodes into fused loops (see its docstring);
+* ``render`` renders each group as an ``@njit(cache=True)`` function; all of a graph's functions
+  go into one module written by ``ops.codegen.load_source`` (keyed by a hash of its source, so
+  equal plans share a file and Numba's disk cache);
+* the driver is straight-line Python generated for the plan (slots are local variables; kernels,
+  attrs and captures are bound as globals), so a call costs little more than the kernel calls.
+"""
+import numpy as np
+
+from ops.codegen import load_source
+
+from hybridtf.compiler import plan as plan_lib
+from hybridtf.compiler import render as render_lib
+from hybridtf.registry import elementwise as registry_elementwise
+from hybridtf.registry import OPS
+
+# The eager functions registry.elementwise defines: kernel_for(name, dtype)(*arrays).
+_ELEMENTWISE_EAGER = {name: op.eager for name, op in OPS.items()
+                      if op.kind == "elementwise" and op.scalar is not None}
+
+# Captured constants with at most this many elements are inlined in the generated code.
+_INLINE_SIZE = 1
+
+
+class CompiledGraph:
+    """A lowered graph: ``run``, the generated kernel source and the driver source."""
+
+    def __init__(self, graph, run, kernel_source, driver_source, module):
+        self.graph = graph
+        self.run = run
+        self.kernel_source = kernel_source
+        self.driver_source = driver_source
+        self.module = module
+
+
+def _is_random(node):
+    attrs = node.attrs
+    return node.op.stateful and attrs is not None and "counter" in attrs
+
+
+def compile_graph(graph, warm_up=True):
+    """Lowers ``graph``; compiles its kernels now when ``warm_up`` (on dummy arrays)."""
+    the_plan = plan_lib.lower(graph)
+
+    constants = {}
+    for tensor, placeholder in graph.captures:
+        value = np.asarray(tensor._value)
+        if value.size <= _INLINE_SIZE and value.dtype.kind in "biuf" and value.size == 1:
+            constants[id(placeholder)] = value
+
+    kernels = []
+    for kind, item in the_plan.items:
+        if kind == "group" and item.outputs:
+            kernels.append(render_lib.render(item, constants))
+    module = None
+    source = ""
+    if kernels:
+        source = render_lib.module_source(kernels)
+        module = load_source("graph", source)
+
+    # ---- the driver ---------------------------------------------------------------------------
+    env = {"_np": np, "_asarray": np.asarray, "_array": np.array}
+    slots = {}
+    lines = ["def run(inputs, call_index):"]
+
+    def slot(t):
+        return slots[id(t)]
+
+    def new_slot(t):
+        name = f"x{len(slots)}"
+        slots[id(t)] = name
+        return name
+
+    if graph.inputs:
+        names = [new_slot(t) for t in graph.inputs]
+        lines.append("    " + "".join(n + ", " for n in names) + "= inputs")
+    for n, (tensor, placeholder) in enumerate(graph.captures):
+        name = new_slot(placeholder)
+        env[name] = tensor._value
+    for n, (variable, placeholder) in enumerate(graph.variables):
+        name = new_slot(placeholder)
+        env[f"var{n}"] = variable
+        lines.append(f"    {name} = var{n}._value")
+
+    kernel_iter = iter(kernels)
+    for step_index, (kind, item) in enumerate(the_plan.items):
+        if kind == "group":
+            if not item.outputs:
+                continue   # pure and unused: nothing to compute
+            kernel = next(kernel_iter)
+            fname = f"k{step_index}"
+            env[fname] = getattr(module, kernel.name)
+            args = []
+            for t, scalar in zip(kernel.args, kernel.scalar_args):
+                s = slot(t)
+                args.append(f"{s}[()]" if scalar else s)
+            outs = [new_slot(t) for t in kernel.outputs]
+            target = outs[0] if len(outs) == 1 else "".join(o + ", " for o in outs)
+            lines.append(f"    {target} = {fname}({', '.join(args)})")
+            continue
+        node = item
+        op = node.op
+        ufunc = _bound_ufunc(node)
+        if ufunc is not None:
+            # An elementwise op whose eager kernel is a ufunc chosen by dtype: chosen now.
+            env[f"u{step_index}"] = ufunc
+            if op.check_values is not None:
+                env[f"c{step_index}"] = op.check_values
+                env[f"a{step_index}"] = node.attrs
+                arrays = "[" + "".join(f"_asarray({slot(t)}), " for t in node.inputs) + "]"
+                lines.append(f"    arr = {arrays}")
+                lines.append(f"    c{step_index}(arr, a{step_index})")
+                call_args = "*arr"
+            else:
+                call_args = ", ".join(slot(t) for t in node.inputs)
+            lines.append(f"    {new_slot(node.outputs[0])} = u{step_index}({call_args})")
+            continue
+        env[f"e{step_index}"] = op.eager
+        env[f"a{step_index}"] = node.attrs
+        arrays = "[" + "".join(f"_asarray({slot(t)}), " for t in node.inputs) + "]"
+        lines.append(f"    arr = {arrays}")
+        attrs = f"a{step_index}"
+        if _is_random(node):
+            lines.append(f"    attrs = dict(a{step_index}, counter=(a{step_index}['counter'] << 32)"
+                         " + call_index)")
+            attrs = "attrs"
+        if op.check_values is not None:
+            env[f"c{step_index}"] = op.check_values
+            lines.append(f"    c{step_index}(arr, {attrs})")
+        outs = [new_slot(t) for t in node.outputs]
+        if op.num_outputs == 1:
+            if outs:
+                lines.append(f"    {outs[0]} = e{step_index}(arr, {attrs})")
+            else:
+                lines.append(f"    e{step_index}(arr, {attrs})")
+        else:
+            lines.append(f"    res = e{step_index}(arr, {attrs})")
+            if outs:
+                lines.append("    res = tuple(res)")
+                for i, o in enumerate(outs):
+                    lines.append(f"    {o} = res[{i}]")
+
+    for n, (variable, tensor) in enumerate(_updated(graph)):
+        env[f"upd{n}"] = variable
+        lines.append(f"    upd{n}._set(_array({slot(tensor)}))")
+    lines.append("    return [" + "".join(slot(t) + ", " for t in graph.outputs) + "]")
+    driver_source = "\n".join(lines) + "\n"
+    code = compile(driver_source, f"<hybridtf driver {graph.name}>", "exec")
+    exec(code, env)
+    run = env["run"]
+
+    if warm_up and kernels:
+        _warm_up(kernels, module)
+    return CompiledGraph(graph, run, source, driver_source, module)
+
+
+def _bound_ufunc(node):
+    """The ufunc an elementwise step's eager kernel would pick for its static dtype, or None."""
+    op = node.op
+    if op.kind != "elementwise" or op.stateful or not node.inputs or op.num_outputs != 1:
+        return None
+    if op.eager is not _ELEMENTWISE_EAGER.get(op.name) or op.scalar is None:
+        return None
+    dtype = node.inputs[-1]._static_dtype
+    if dtype == object or dtype.kind not in "biuf":
+        return None
+    try:
+        return registry_elementwise.kernel_for(op.name, dtype)
+    except Exception:
+        return None
+
+
+def _updated(graph):
+    return graph.updated_variables()
+
+
+def _warm_up(kernels, module):
+    """Compiles each kernel for C-contiguous arguments of its static shapes and dtypes, so that
+    a kernel that fails to compile is found before any step of a call has run."""
+    done = set()
+    for kernel in kernels:
+        key = (kernel.name, tuple((len(t._static_shape), t._static_dtype) for t in kernel.args))
+        if key in done:
+            continue
+        done.add(key)
+        args = []
+        for t, scalar in zip(kernel.args, kernel.scalar_args):
+            dummy = np.zeros(t._static_shape, t._static_dtype)
+            args.append(dummy[()] if scalar else dummy)
+        getattr(module, kernel.name)(*args)
+
+
+def describe(compiled):
+    """Text for ``ConcreteFunction.kernel_source``: the kernel module and the driver."""
+    parts = []
+    if compiled.kernel_source:
+        parts.append(compiled.kernel_source.rstrip("\n"))
+    else:
+        parts.append("# (no fused kernels: every node runs on its eager kernel)")
+    parts.append("# ---- driver (Python) ----\n" + compiled.driver_source.rstrip("\n"))
+    return "\n\n".join(parts) + "\n"

@@ -1,0 +1,171 @@
+"""Lowering a ``FuncGraph`` to a plan: fused elementwise groups and opaque steps, in an order
+that keeps every value available before use and stateful nodes in program order.
+
+A *group* is a set of pure elementwise nodes with one output shape (fully known statically),
+run as one generated loop.  Full-tensor float ``reduce_sum`` / ``reduce_mean`` nodes consuming a
+group's values may join it as accumulators (the loop's epilogue).  Everything else is a *step*:
+``check_values`` then ``eager``, exactly as the interpreter runs a node.
+
+Groups are formed greedily in program order.  Several groups (of different shapes) may be open at
+once; a group is emitted (placed in the step list) as soon as a later node consumes one of its
+values, or at the end.  Nodes that do not consume an open group's values are emitted before it,
+which only moves pure elementwise work later: stateful nodes keep their relative order.
+"""
+import numpy as np
+
+from hybridtf.registry import checks
+
+# Ops whose value checks only concern integer operands: fused when every operand is a float.
+_FLOAT_SAFE_CHECKS = {"power", "floordiv", "floormod"}
+_REDUCTIONS = {"reduce_sum", "reduce_mean"}
+
+
+def _known(shape):
+    return shape is not None and all(d is not None for d in shape)
+
+
+def scalar_name(op):
+    """The ops.elementwise scalar function a fusable op uses (bias_add is a broadcast add)."""
+    if op.name == "bias_add":
+        return "add"
+    return op.scalar.name
+
+
+def fusable(node):
+    op = node.op
+    if op.kind != "elementwise" or op.stateful or op.num_outputs != 1:
+        return False
+    if op.scalar is None and op.name != "bias_add":
+        return False
+    tensors = list(node.inputs) + list(node.outputs)
+    if any(not _known(t._static_shape) or t._static_dtype == object
+           or t._static_dtype.kind not in "biuf" for t in tensors):
+        return False
+    if op.check_values is not None:
+        if op.name not in _FLOAT_SAFE_CHECKS:
+            return False
+        if any(t._static_dtype.kind != "f" for t in node.inputs):
+            return False
+    out_rank = len(node.outputs[0]._static_shape)
+    return all(len(t._static_shape) <= out_rank for t in node.inputs)
+
+
+def _full_reduction(node):
+    """True for reduce_sum/reduce_mean over every axis of a float tensor of known shape."""
+    if node.op.name not in _REDUCTIONS or node.op.stateful:
+        return False
+    x, = node.inputs
+    shape = x._static_shape
+    if not _known(shape) or len(shape) == 0 or x._static_dtype.kind != "f":
+        return False
+    try:
+        axes = checks.axes(node.op.name, node.attrs["axis"], len(shape))
+    except Exception:
+        return False
+    return len(axes) == len(shape) and _known(node.outputs[0]._static_shape)
+
+
+class Group:
+    """Elementwise nodes fused into one loop over ``shape``, with optional reductions."""
+
+    def __init__(self, shape):
+        self.shape = shape
+        self.members = []        # elementwise nodes, in program order
+        self.reductions = []     # full reductions of member values, in program order
+        self.produced = set()    # id of every tensor the group computes
+        self.outputs = []        # tensors written out (set by finish())
+
+    def add(self, node):
+        self.members.append(node)
+        self.produced.add(id(node.outputs[0]))
+
+    def add_reduction(self, node):
+        self.reductions.append(node)
+        self.produced.add(id(node.outputs[0]))
+
+    def size(self):
+        return len(self.members) + len(self.reductions)
+
+
+class Plan:
+    """``items``: ("step", node) and ("group", Group) in execution order."""
+
+    def __init__(self, graph, items):
+        self.graph = graph
+        self.items = items
+
+
+def lower(graph):
+    items = []
+    open_groups = []
+    owner = {}   # id(tensor) -> open Group computing it
+
+    def close(group):
+        open_groups.remove(group)
+        for key in group.produced:
+            owner.pop(key, None)
+        items.append(("group", group))
+
+    def close_deps(node, keep=None):
+        deps = []
+        for t in node.inputs:
+            g = owner.get(id(t))
+            if g is not None and g is not keep and g not in deps:
+                deps.append(g)
+        for g in sorted(deps, key=open_groups.index):
+            close(g)
+
+    for node in graph.nodes:
+        if fusable(node):
+            shape = node.outputs[0]._static_shape
+            target = next((g for g in open_groups if g.shape == shape), None)
+            close_deps(node, keep=target)
+            if target is None:
+                target = Group(shape)
+                open_groups.append(target)
+            target.add(node)
+            owner[id(node.outputs[0])] = target
+            continue
+        if _full_reduction(node):
+            g = owner.get(id(node.inputs[0]))
+            if g is not None and any(m.outputs[0] is node.inputs[0] for m in g.members):
+                g.add_reduction(node)
+                owner[id(node.outputs[0])] = g
+                continue
+        close_deps(node)
+        items.append(("step", node))
+    for g in list(open_groups):
+        close(g)
+    return Plan(graph, _finish(graph, items))
+
+
+def _finish(graph, items):
+    """Decides which group values are written out, and turns trivial groups back into steps."""
+    consumers = {}
+    for kind, item in items:
+        nodes = [item] if kind == "step" else item.members + item.reductions
+        for node in nodes:
+            for t in node.inputs:
+                consumers.setdefault(id(t), set()).add(id(item))
+    for t in graph.outputs:
+        consumers.setdefault(id(t), set()).add("out")
+    for _, t in graph.updated_variables():
+        consumers.setdefault(id(t), set()).add("out")
+
+    result = []
+    for kind, item in items:
+        if kind == "step":
+            result.append((kind, item))
+            continue
+        if item.size() == 1:
+            # One op alone: its precompiled eager kernel is as fast, and costs no compile time.
+            result.append(("step", (item.members + item.reductions)[0]))
+            continue
+        outs = []
+        for node in item.members + item.reductions:
+            t = node.outputs[0]
+            if consumers.get(id(t), set()) - {id(item)}:
+                outs.append(t)
+        item.outputs = outs
+        result.append((kind, item))
+    return result

@@ -1,0 +1,246 @@
+"""hybridtf.compiler: compiled graphs agree with the interpreter and with eager execution."""
+import numpy as np
+import pytest
+
+import hybridtf as tf
+from hybridtf import compiler
+from hybridtf.compiler import plan as plan_lib
+from hybridtf.graph import interpreter
+
+
+def _rand(*shape, seed=0):
+    return np.random.default_rng(seed).uniform(-1, 1, shape).astype(np.float32)
+
+
+def _both(fn, *args):
+    """(compiled outputs, interpreter outputs) of ``fn``'s graph for ``args``."""
+    cf = fn.get_concrete_function(*args)
+    arrays = [np.asarray(a._value if isinstance(a, tf.Tensor) else a) for a in args]
+    compiled = compiler.compile_graph(cf.graph).run(arrays, 0)
+    reference = interpreter.run(cf.graph, arrays, 0)
+    return cf, compiled, reference
+
+
+def _groups(cf):
+    return [item for kind, item in plan_lib.lower(cf.graph).items if kind == "group"]
+
+
+def test_elementwise_chain_with_broadcasting_and_constants():
+    def chain(x, b, s):
+        y = tf.tanh(x * 1.5 + b) - x * 0.5
+        z = tf.maximum(y, s) / (1.0 + tf.exp(-y))
+        return tf.where(z > 0.1, z, -z), y
+
+    f = tf.function(chain)
+    x, b, s = tf.constant(_rand(3, 4)), tf.constant(_rand(4, seed=1)), tf.constant(np.float32(0.2))
+    cf, compiled, reference = _both(f, x, b, s)
+    assert len(_groups(cf)) == 1
+    for c, r in zip(compiled, reference):
+        np.testing.assert_array_equal(c, r)
+    for got, want in zip(f(x, b, s), chain(x, b, s)):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+        assert got.dtype == want.dtype and got.shape == want.shape
+
+
+def test_broadcasting_both_ways_and_integer_and_bool_dtypes():
+    @tf.function
+    def f(col, row, k):
+        s = col * 2.0 + row            # (3, 1) with (1, 4) -> (3, 4)
+        n = k * 3 + 1                  # int32
+        return s - 1.0, tf.logical_and(n > 4, n < 20), n
+    col, row = tf.constant(_rand(3, 1)), tf.constant(_rand(1, 4, seed=2))
+    k = tf.constant(np.arange(6, dtype=np.int32).reshape(2, 3))
+    cf, compiled, reference = _both(f, col, row, k)
+    for c, r in zip(compiled, reference):
+        assert c.dtype == r.dtype
+        np.testing.assert_array_equal(c, r)
+    assert "@njit(cache=True" in cf.kernel_source
+
+
+def test_fused_reduction_epilogue():
+    def seed(x, y):
+        return tf.reduce_mean(tf.multiply(x ** 2, 3) + y), tf.reduce_sum(x * y, keepdims=True)
+
+    f = tf.function(seed)
+    x, y = tf.constant(_rand(5, 7)), tf.constant(_rand(5, 7, seed=3))
+    cf, compiled, reference = _both(f, x, y)
+    groups = _groups(cf)
+    assert sum(len(g.reductions) for g in groups) == 2
+    for c, r in zip(compiled, reference):
+        assert c.shape == r.shape and c.dtype == r.dtype
+        np.testing.assert_allclose(c, r, rtol=1e-6)
+    mean, total = f(x, y)
+    np.testing.assert_allclose(mean.numpy(), seed(x, y)[0].numpy(), rtol=1e-6)
+    assert total.shape == (1, 1)
+
+
+def test_rank0_chain_and_call_overhead_path():
+    @tf.function
+    def f(x):
+        return tf.sqrt(x * x + 1.0) + 2.0
+    x = tf.constant(np.float32(3.0))
+    cf, compiled, reference = _both(f, x)
+    np.testing.assert_array_equal(compiled[0], reference[0])
+    assert f(x).numpy() == np.float32(np.sqrt(np.float32(10.0)) + 2)
+
+
+def _mlp(seed):
+    rng = np.random.default_rng(seed)
+    params = [rng.normal(0, 0.3, (6, 5)).astype(np.float32), np.zeros(5, np.float32),
+              rng.normal(0, 0.3, (5, 3)).astype(np.float32), np.zeros(3, np.float32)]
+    return [tf.Variable(p) for p in params]
+
+
+def _train_step(params, lr=0.1):
+    w1, b1, w2, b2 = params
+    ms = [tf.Variable(tf.zeros_like(p)) for p in params]
+
+    def step(x, y):
+        with tf.GradientTape() as tape:
+            h = tf.nn.relu(tf.matmul(x, w1) + b1)
+            logits = tf.matmul(h, w2) + b2
+            loss = tf.reduce_mean(
+                tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+        grads = tape.gradient(loss, params)
+        for p, m, g in zip(params, ms, grads):
+            m.assign(m * 0.9 + g * 0.1)
+            p.assign(p - lr * m / (tf.sqrt(m * m) + 1e-3))
+        return loss
+    return step
+
+
+def test_mlp_train_step_matches_eager():
+    x = tf.constant(_rand(4, 6, seed=5))
+    y = tf.constant(np.array([0, 2, 1, 2], np.int32))
+    eager_params, fn_params = _mlp(7), _mlp(7)
+    eager_step = _train_step(eager_params)
+    fn_step = tf.function(_train_step(fn_params))
+    eager_losses = [eager_step(x, y).numpy() for _ in range(3)]
+    fn_losses = [fn_step(x, y).numpy() for _ in range(3)]
+    np.testing.assert_allclose(fn_losses, eager_losses, rtol=1e-5)
+    for a, b in zip(fn_params, eager_params):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+    source = fn_step.get_concrete_function(x, y).kernel_source
+    assert "fused_" in source and "matmul" not in source.split("# ---- driver")[0]
+
+
+def test_variable_updates_match_interpreter():
+    v = tf.Variable(_rand(3, 2))
+
+    @tf.function
+    def f(x):
+        v.assign(v * 0.5 + x)
+        v.assign_add(tf.ones_like(x))
+        return v * 2.0
+
+    x = tf.constant(_rand(3, 2, seed=4))
+    start = v.numpy().copy()
+    out = f(x).numpy()
+    expected_v = start * np.float32(0.5) + x.numpy() + np.float32(1)
+    np.testing.assert_allclose(v.numpy(), expected_v, rtol=1e-6)
+    np.testing.assert_allclose(out, expected_v * 2, rtol=1e-6)
+
+
+def test_stateful_order_print_and_py_function(capsys):
+    calls = []
+
+    def record(x):
+        calls.append(("py", float(x.numpy())))
+
+    @tf.function
+    def f(x):
+        y = x * 2.0 + 1.0
+        tf.print("first", y)
+        tf.py_function(record, inp=[y], Tout=[])
+        z = y * 3.0 - 1.0
+        tf.print("second", z)
+        return z
+
+    for _ in range(2):
+        f(tf.constant(np.float32(1.0)))
+    err = capsys.readouterr().err
+    assert err == "first 3\nsecond 8\n" * 2
+    assert calls == [("py", 3.0)] * 2
+
+
+def test_random_ops_draw_new_values_each_call():
+    @tf.function
+    def noise(x):
+        return tf.random.uniform([4], seed=3) * 2.0 + x
+
+    x = tf.constant(np.float32(1.0))
+    a, b = noise(x).numpy(), noise(x).numpy()
+    assert not np.array_equal(a, b)
+    cf = noise.get_concrete_function(x)
+    arrays = [np.float32(1.0)]
+    for i in range(2):
+        np.testing.assert_array_equal(compiler.compile_graph(cf.graph).run(arrays, i)[0],
+                                      interpreter.run(cf.graph, arrays, i)[0])
+
+
+def test_value_checks_still_raise():
+    @tf.function
+    def f(params, indices):
+        return tf.gather(params * 2.0 + 1.0, indices) * 3.0
+
+    params = tf.constant(_rand(5, 2))
+    np.testing.assert_allclose(f(params, tf.constant([0, 4])).numpy(),
+                               (params.numpy()[[0, 4]] * 2 + 1) * 3, rtol=1e-6)
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        f(params, tf.constant([0, 5]))
+
+    @tf.function
+    def g(a, b):
+        return (a // b) + 1
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        g(tf.constant([4, 5]), tf.constant([2, 0]))
+
+
+def test_unknown_shapes_fall_back_to_steps():
+    @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.float32)])
+    def f(x):
+        return tf.exp(x * 2.0) + 1.0
+    for n in (1, 3):
+        x = _rand(n, 2)
+        np.testing.assert_allclose(f(tf.constant(x)).numpy(), np.exp(x * 2) + 1, rtol=1e-6)
+
+
+def test_kernel_source_and_pretty_printed_graph():
+    @tf.function
+    def f(x):
+        return tf.nn.relu(x * 2.0 - 1.0)
+    x = tf.constant(_rand(2, 3))
+    f(x)
+    cf = f.get_concrete_function(x)
+    source = cf.kernel_source
+    assert "@njit(cache=True" in source and "from ops.elementwise import" in source
+    assert "def run(" in source
+    assert "relu" in cf.pretty_printed_graph()
+
+
+def test_equal_graphs_share_one_generated_module():
+    def make():
+        @tf.function
+        def h(x):
+            return tf.tanh(x * 1.25) + x
+        return h
+    x = tf.constant(_rand(4))
+    f1, f2 = make(), make()
+    np.testing.assert_array_equal(f1(x).numpy(), f2(x).numpy())
+    c1, c2 = f1.get_concrete_function(x), f2.get_concrete_function(x)
+    assert c1.graph is not c2.graph
+    assert c1._compiled.module is c2._compiled.module
+    assert c1._compiled.module.__file__ == c2._compiled.module.__file__
+
+
+def test_gradient_through_a_compiled_call():
+    @tf.function
+    def f(x):
+        return tf.reduce_sum(tf.tanh(x) * x)
+    x = tf.constant(_rand(3))
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    g = tape.gradient(y, x).numpy()
+    t = np.tanh(x.numpy())
+    np.testing.assert_allclose(g, t + x.numpy() * (1 - t * t), rtol=1e-5)
