@@ -135,22 +135,23 @@ class Variable:
         return self if read_value else None
 
     def assign_add(self, delta, use_locking=None, name=None, read_value=True):
-        graph = func_graph.current()
-        if graph is not None:
-            from hybridtf.api import math_ops
-            self._assign_traced(graph, math_ops.add(self.value(), delta), "assign_add")
-        else:
-            self._set(self._value + self._converted(delta, "assign_add"))
+        """Adds ``delta`` to the variable; returns the variable."""
+        self._update(delta, "assign_add", np.add)
         return self if read_value else None
 
     def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
-        graph = func_graph.current()
-        if graph is not None:
-            from hybridtf.api import math_ops
-            self._assign_traced(graph, math_ops.subtract(self.value(), delta), "assign_sub")
-        else:
-            self._set(self._value - self._converted(delta, "assign_sub"))
+        """Subtracts ``delta`` from the variable; returns the variable."""
+        self._update(delta, "assign_sub", np.subtract)
         return self if read_value else None
+
+    def _update(self, delta, op_name, combine):
+        graph = func_graph.current()
+        if graph is None:
+            self._set(combine(self._value, self._converted(delta, op_name)))
+            return
+        from hybridtf.api import math_ops
+        traced = math_ops.add if combine is np.add else math_ops.subtract
+        self._assign_traced(graph, traced(self.value(), delta), op_name)
 
     # ---- properties ------------------------------------------------------------------------
     name = property(lambda self: self._name)
