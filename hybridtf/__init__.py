@@ -35,5 +35,6 @@ def executing_eagerly():
     """True: ops run immediately (inside a traced function this will be False)."""
     return True
 from hybridtf import config  # noqa: F401,E402
+from hybridtf.api.control_flow_ops import cond, while_loop  # noqa: F401,E402
 from hybridtf.api.script_ops import py_function  # noqa: F401,E402
 from hybridtf.graph.function import Function, function  # noqa: F401,E402

@@ -45,6 +45,12 @@ def _is_random(node):
     return node.op.stateful and attrs is not None and "counter" in attrs
 
 
+def _is_control_flow(node):
+    # Stateful branches / loop bodies pass the call index on to the random ops inside them.
+    attrs = node.attrs
+    return node.op.stateful and attrs is not None and ("branches" in attrs or "body" in attrs)
+
+
 def compile_graph(graph, warm_up=True):
     """Lowers ``graph``; compiles its kernels now when ``warm_up`` (on dummy arrays)."""
     the_plan = plan_lib.lower(graph)
@@ -130,6 +136,9 @@ def compile_graph(graph, warm_up=True):
         if _is_random(node):
             lines.append(f"    attrs = dict(a{step_index}, counter=(a{step_index}['counter'] << 32)"
                          " + call_index)")
+            attrs = "attrs"
+        elif _is_control_flow(node):
+            lines.append(f"    attrs = dict(a{step_index}, call_index=call_index)")
             attrs = "attrs"
         if op.check_values is not None:
             env[f"c{step_index}"] = op.check_values

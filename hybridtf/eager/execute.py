@@ -21,7 +21,7 @@ def execute(op, inputs, attrs):
     """
     for t in inputs:
         if type(t) is not Tensor:
-            return add_node(t.graph, op, inputs, attrs)
+            return add_node(_graph_for(t), op, inputs, attrs)
     if op.stateful:
         graph = func_graph.current()
         if graph is not None:
@@ -38,6 +38,13 @@ def execute(op, inputs, attrs):
     if _TAPES.active and op.grad is not None:
         tape_lib.record(op, inputs, outputs, attrs, op.grad)
     return outputs
+
+
+def _graph_for(symbolic):
+    """The graph an op on ``symbolic`` goes to: the one being traced (a branch or loop body may
+    use tensors of the graphs around it), else the tensor's own."""
+    current = func_graph.current()
+    return current if current is not None else symbolic.graph
 
 
 def add_node(graph, op, inputs, attrs):
@@ -85,7 +92,7 @@ def _like(value, other, op_name):
 
 
 def _operand(value):
-    if type(value) is Tensor:
+    if isinstance(value, Tensor):  # eager or symbolic
         return value
     if getattr(value, "_is_variable", False):
         return value.value()
@@ -121,7 +128,7 @@ def _fast_kernel(op, dtype):
 def execute_unary(op, x):
     xt = x if type(x) is Tensor else as_tensor(x)
     if type(xt) is not Tensor:
-        return add_node(xt.graph, op, (xt,), None)[0]
+        return add_node(_graph_for(xt), op, (xt,), None)[0]
     a = xt._value
     kernel = op.fast.get(a.dtype) or _fast_kernel(op, a.dtype)
     out = Tensor(kernel(a))
@@ -142,13 +149,12 @@ def execute_binary(op, x, y):
         else:
             x, y = binary_operands(op.name, x, y)
             if type(y) is not Tensor:
-                return add_node(y.graph, op, (x, y), None)[0]
+                return add_node(_graph_for(y), op, (x, y), None)[0]
             b = y._value
     else:
         x, y = binary_operands(op.name, x, y)
         if type(x) is not Tensor or type(y) is not Tensor:
-            graph = x.graph if type(x) is not Tensor else y.graph
-            return add_node(graph, op, (x, y), None)[0]
+            return add_node(_graph_for(x if type(x) is not Tensor else y), op, (x, y), None)[0]
         a = x._value
         b = y._value
     if a.dtype is not b.dtype:
@@ -201,7 +207,7 @@ def execute_ternary(op, c, x, y):
     xt, yt = binary_operands(op.name, x, y)
     for t in (ct, xt, yt):
         if type(t) is not Tensor:
-            return add_node(t.graph, op, (ct, xt, yt), None)[0]
+            return add_node(_graph_for(t), op, (ct, xt, yt), None)[0]
     arrays = [np.asarray(t._value) for t in (ct, xt, yt)]
     op.infer([Spec(a.shape, a.dtype) for a in arrays], None)
     out = Tensor(_fast_kernel(op, arrays[1].dtype)(*arrays))

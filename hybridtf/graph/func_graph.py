@@ -122,14 +122,18 @@ class FuncGraph:
 
     _ids = itertools.count()
 
-    def __init__(self, name):
+    def __init__(self, name, parent=None):
         self.name = name
+        self.parent = parent    # the enclosing graph of a branch or loop body, else None
+        self.outer_inputs = []  # (tensor of an enclosing graph, placeholder standing for it)
+        self._outer = {}
         self.inputs = []        # placeholders for the flattened tensor arguments
         self.nodes = []
         self.captures = []      # (eager tensor, placeholder): closed-over values, by value
         self._captured = {}     # id(eager tensor) -> placeholder
         self.variables = []     # (variable, placeholder of its value at call start), by reference
         self._variable_values = {}   # id(variable) -> current GraphTensor of its value
+        self._initial_values = {}    # in a branch or loop body: id -> (variable, value on entry)
         self.outputs = []
         self.output_leaves = []      # the flattened result: tensors' slots and Python values
         self.structured_outputs = None
@@ -156,9 +160,27 @@ class FuncGraph:
             self._captured[id(tensor)] = found
         return found
 
+    def capture_outer(self, tensor):
+        """The placeholder standing for a tensor of an enclosing graph (a branch or loop body
+        using a value computed outside it)."""
+        found = self._outer.get(id(tensor))
+        if found is None:
+            available = self.parent.as_input(tensor)
+            found = self._tensor(None, None, available._static_shape, available._static_dtype,
+                                 "outer")
+            self.outer_inputs.append((available, found))
+            self._outer[id(tensor)] = found
+        return found
+
     def read_variable(self, variable):
         """The variable's current value in this graph (the value at call start, until assigned)."""
         current = self._variable_values.get(id(variable))
+        if current is None and self.parent is not None:
+            # In a branch or loop body: the enclosing graph's current value, passed in.
+            current = self.capture_outer(self.parent.read_variable(variable))
+            self._variable_values[id(variable)] = current
+            self._initial_values[id(variable)] = (variable, current)
+            return current
         if current is None:
             current = self._tensor(None, None, tuple(variable.shape), variable._value.dtype,
                                    variable.name.split(":")[0] + "/read")
@@ -184,7 +206,9 @@ class FuncGraph:
     def updated_variables(self):
         """(variable, final GraphTensor) for every variable assigned in the graph."""
         initial = {id(v): t for v, t in self.variables}
-        return [(v, self._variable_values[id(v)]) for v, _ in self.variables
+        initial.update({key: t for key, (_, t) in self._initial_values.items()})
+        every = [v for v, _ in self.variables] + [v for v, _ in self._initial_values.values()]
+        return [(v, self._variable_values[id(v)]) for v in every
                 if self._variable_values[id(v)] is not initial[id(v)]]
 
     def prune(self):
@@ -214,11 +238,21 @@ class FuncGraph:
     def as_input(self, value):
         """A graph tensor for an op input: this graph's own, or a capture of an eager one."""
         if isinstance(value, GraphTensor):
-            if value.graph is not self:
-                raise ValueError(f"Tensor {value.name} belongs to another traced function; "
-                                 "pass it in as an argument instead of closing over it.")
-            return value
+            if value.graph is self:
+                return value
+            if self._encloses(value.graph):
+                return self.capture_outer(value)
+            raise ValueError(f"Tensor {value.name} belongs to another traced function; "
+                             "pass it in as an argument instead of closing over it.")
         return self.capture(value)
+
+    def _encloses(self, graph):
+        outer = self.parent
+        while outer is not None:
+            if outer is graph:
+                return True
+            outer = outer.parent
+        return False
 
     def __repr__(self):
         lines = [f"FuncGraph {self.name}("

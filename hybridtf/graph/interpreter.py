@@ -5,8 +5,10 @@ This is the first execution tier: a new trace runs at once, without waiting for 
 import numpy as np
 
 
-def _bind_sources(graph, input_arrays):
+def _bind_sources(graph, input_arrays, outer_arrays=()):
     values = {}
+    for (_, placeholder), array in zip(graph.outer_inputs, outer_arrays):
+        values[id(placeholder)] = array
     for placeholder, array in zip(graph.inputs, input_arrays):
         values[id(placeholder)] = array
     for tensor, placeholder in graph.captures:
@@ -20,9 +22,12 @@ def _run_node(node, values, call_index):
     op = node.op
     arrays = [np.asarray(values[id(t)]) for t in node.inputs]
     attrs = node.attrs
-    if op.stateful and attrs is not None and "counter" in attrs:
-        # A random op draws a fresh stream on every call of the function.
-        attrs = dict(attrs, counter=(attrs["counter"] << 32) + call_index)
+    if op.stateful and attrs is not None:
+        if "counter" in attrs:
+            # A random op draws a fresh stream on every call of the function.
+            attrs = dict(attrs, counter=(attrs["counter"] << 32) + call_index)
+        elif "branches" in attrs or "body" in attrs:
+            attrs = dict(attrs, call_index=call_index)  # control flow passes it on
     if op.check_values is not None:
         op.check_values(arrays, attrs)
     result = op.eager(arrays, attrs)
@@ -38,6 +43,15 @@ def run(graph, input_arrays, call_index=0):
         _run_node(node, values, call_index)
     for variable, tensor in graph.updated_variables():
         variable._set(np.array(values[id(tensor)]))
+    return [values[id(t)] for t in graph.outputs]
+
+
+def run_subgraph(graph, outer_arrays, input_arrays=(), call_index=0):
+    """Runs a branch or loop body on the values of the enclosing graph it uses; returns its
+    outputs (which end with the new values of the variables it assigns)."""
+    values = _bind_sources(graph, input_arrays, outer_arrays)
+    for node in graph.nodes:
+        _run_node(node, values, call_index)
     return [values[id(t)] for t in graph.outputs]
 
 

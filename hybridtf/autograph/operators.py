@@ -1,0 +1,361 @@
+"""Runtime operators that AutoGraph-converted code calls (as ``ag__.<name>``).
+
+Each operator decides at run time: a *symbolic* condition / iterable (a ``GraphTensor`` of the
+function being traced) becomes ``control_flow_ops.cond`` / ``control_flow_ops.while_loop``;
+anything else (Python values, eager tensors, which have a value now) runs as plain Python
+control flow, so Python conditions on Python values are left alone and loops over Python
+iterables unroll while tracing.
+
+The converted code passes state explicitly: a branch / loop body is a function taking the
+current values of the variables the statement modifies and returning their new values.
+"""
+import builtins
+
+import numpy as np
+
+from hybridtf.framework.tensor import Tensor
+from hybridtf.graph.func_graph import GraphTensor
+
+
+# ---- undefined values ----------------------------------------------------------------------------
+class Undefined:
+    """The value of a variable that has not been assigned yet (at a branch or loop entry)."""
+
+    __slots__ = ("symbol_name",)
+
+    def __init__(self, symbol_name):
+        self.symbol_name = symbol_name
+
+    def _fail(self, *_, **__):
+        raise UnboundLocalError(f"'{self.symbol_name}' is used before assignment (it is not "
+                                "defined on every path through the control flow above).")
+
+    def __getattr__(self, name):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        self._fail()
+
+    __bool__ = __call__ = __iter__ = __len__ = __getitem__ = _fail
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _fail
+    __truediv__ = __rtruediv__ = __floordiv__ = __mod__ = __neg__ = __pow__ = _fail
+    __lt__ = __le__ = __gt__ = __ge__ = _fail
+
+    def __repr__(self):
+        return f"<undefined {self.symbol_name}>"
+
+
+class UndefinedReturnValue(Undefined):
+    """``retval_`` before a converted ``return`` ran: the function returns None."""
+
+    def __init__(self, symbol_name="retval_"):
+        super().__init__(symbol_name)
+
+
+def ld(namespace, names):
+    """The current values of ``names`` in a ``locals()`` snapshot (Undefined for unbound ones)."""
+    return tuple(namespace[n] if n in namespace else Undefined(n) for n in names)
+
+
+def retval(value):
+    return None if isinstance(value, Undefined) else value
+
+
+def is_undefined(value):
+    return isinstance(value, Undefined)
+
+
+# ---- helpers -------------------------------------------------------------------------------------
+def _cf():
+    # Looked up at call time, so the current control-flow primitives are always used.
+    from hybridtf.api import control_flow_ops
+    return control_flow_ops
+
+
+def is_symbolic(value):
+    return isinstance(value, GraphTensor)
+
+
+def _is_tensor(value):
+    return isinstance(value, Tensor) or getattr(value, "_is_variable", False)
+
+
+def not_(value):
+    """``not value``; a logical_not for symbolic tensors."""
+    if is_symbolic(value):
+        from hybridtf.api.math_ops import logical_not
+        return logical_not(value)
+    return not value
+
+
+def and_(a, b):
+    """``a() and b()``, lazily as Python does; a logical_and when either is symbolic."""
+    left = a()
+    if not is_symbolic(left):
+        if not left:
+            return left
+        return b()
+    right = b()
+    from hybridtf.api.math_ops import logical_and
+    if not is_symbolic(right):
+        return left if right else logical_and(left, False)
+    return logical_and(left, right)
+
+
+def not_any(*flags):
+    """``not (flags[0] or flags[1] or ...)``: the guard after a break / continue / return."""
+    result = True
+    for flag in flags:
+        result = and_(lambda r=result: r, lambda f=flag: not_(f))
+    return result
+
+
+def _tuple(result, n):
+    if n == 0:
+        return ()
+    return tuple(result)
+
+
+def _add_context(err, message):
+    try:
+        err.add_note(message)
+    except AttributeError:  # Python < 3.11
+        pass
+    return err
+
+
+# ---- if ------------------------------------------------------------------------------------------
+def if_stmt(cond, body, orelse, init, names, body_assigns=(), orelse_assigns=()):
+    """``if cond: body else: orelse`` over the modified variables ``names``.
+
+    ``body`` / ``orelse`` take the variables' values (``init``) and return the new values of the
+    first ``len(names)`` of them (the ones used after the statement).  A symbolic ``cond`` runs
+    ``control_flow_ops.cond``; anything else picks a branch in Python.
+    """
+    if not is_symbolic(cond):
+        if _is_tensor(cond):
+            cond = bool(cond)
+        return body(*init) if cond else orelse(*init)
+    return _graph_if(cond, body, orelse, init, names, body_assigns, orelse_assigns)
+
+
+def _graph_if(cond, body, orelse, init, names, body_assigns, orelse_assigns):
+    n = len(names)
+    outputs = list(names)
+    initial = dict(zip(names, init[:n]))
+    for name in names:
+        if not isinstance(initial[name], Undefined):
+            continue
+        in_body, in_else = name in body_assigns, name in orelse_assigns
+        if name == "retval_" and in_body != in_else:
+            raise ValueError(
+                "A return statement inside an `if` on a tensor must be matched by a return in the "
+                "other branch (or after the if): the function must return a value on every path.")
+        if in_body and not in_else:
+            raise ValueError(f"'{name}' must also be initialized in the else branch: it is "
+                             "assigned only in the if branch of an `if` on a tensor, and used "
+                             "after it.")
+        if in_else and not in_body:
+            raise ValueError(f"'{name}' must also be initialized in the if branch: it is "
+                             "assigned only in the else branch of an `if` on a tensor, and used "
+                             "after it.")
+        if not in_body and not in_else:
+            outputs.remove(name)   # undefined before and after: not an output
+    keep = [names.index(o) for o in outputs]
+
+    def wrap(fn, which):
+        def branch():
+            values = _tuple(fn(*init), n)
+            picked = tuple(values[i] for i in keep)
+            for name, value in zip(outputs, picked):
+                if isinstance(value, Undefined):
+                    raise ValueError(f"'{name}' must be initialized in the {which} branch of an "
+                                     "`if` on a tensor.")
+            return picked
+        return branch
+
+    cf = _cf()
+    try:
+        result = cf.cond(cond, wrap(body, "if"), wrap(orelse, "else"))
+    except (TypeError, ValueError) as err:
+        if outputs:
+            _add_context(err, f"(in an `if` on a tensor whose branches set {outputs!r}: each must "
+                              "have the same structure and dtype in both branches)")
+        raise
+    result = tuple(result) if result is not None else ()
+    final = list(init[:n])
+    for i, value in zip(keep, result):
+        final[i] = value
+    return tuple(final)
+
+
+# ---- while ---------------------------------------------------------------------------------------
+def while_stmt(test, body, init, names, exposed=()):
+    """``while test(*vars): vars = body(*vars)``.  ``names`` are the loop-carried variables;
+    ``exposed`` those read before being assigned in an iteration.  Runs in Python until the test
+    is symbolic, then continues as a ``control_flow_ops.while_loop``."""
+    state = tuple(init)
+    while True:
+        t = test(*state)
+        if is_symbolic(t):
+            return _graph_while(test, body, state, names, exposed)
+        if _is_tensor(t):
+            t = bool(t)
+        if not t:
+            return state
+        state = _tuple(body(*state), len(names))
+
+
+def _check_loop_vars(state, names, exposed):
+    for name, value in zip(names, state):
+        if isinstance(value, Undefined):
+            if name == "retval_":
+                raise NotImplementedError(
+                    "`return` inside a loop over a tensor (a tf.while_loop) is not supported; "
+                    "assign the result to a variable, `break`, and return after the loop.")
+            if name in exposed:
+                raise ValueError(f"'{name}' is used before assignment in the loop: a loop on a "
+                                 "tensor needs it defined before the loop.")
+            raise ValueError(f"'{name}' must be defined before the loop: it is assigned in a loop "
+                             "on a tensor and used after the loop.")
+
+
+def _loop_error(err, names):
+    if names:
+        _add_context(err, f"(the loop variables are {list(names)!r}, in that order: each must "
+                          "keep its dtype, structure and rank)")
+    return err
+
+
+def _graph_while(test, body, state, names, exposed):
+    _check_loop_vars(state, names, exposed)
+    n = len(names)
+    try:
+        return tuple(_cf().while_loop(lambda *v: test(*v),
+                                      lambda *v: tuple(_tuple(body(*v), n)), tuple(state)))
+    except (TypeError, ValueError) as err:
+        raise _loop_error(err, names)
+
+
+# ---- for -----------------------------------------------------------------------------------------
+class _Range:
+    """``tf.range(start, limit, delta)`` / ``range(...)`` with a symbolic bound: iterated by a
+    counter in a while_loop instead of being materialised."""
+
+    def __init__(self, start, limit, delta, dtype):
+        self.start, self.limit, self.delta, self.dtype = start, limit, delta, dtype
+
+
+def iter_call(fn, *args, **kwargs):
+    """The iterable of ``for x in fn(*args, **kwargs)``; a symbolic ``tf.range`` / ``range``
+    becomes a lazy range (it cannot be computed while tracing)."""
+    from hybridtf.api import array_ops
+    if (fn is array_ops.range or fn is builtins.range) and \
+            any(is_symbolic(a) for a in list(args) + list(kwargs.values())):
+        from hybridtf.framework import dtypes
+        params = list(args)
+        for key in ("start", "limit", "delta"):
+            if key in kwargs:
+                params.append(kwargs[key])
+        start, limit, delta = (params + [None, None, None])[:3]
+        if limit is None:
+            start, limit = 0, start
+        if delta is None:
+            delta = 1
+        dtype = kwargs.get("dtype")
+        if dtype is None:
+            tensors = [v for v in (start, limit, delta) if _is_tensor(v)]
+            dtype = tensors[0].dtype if tensors else dtypes.int32
+            if any(isinstance(v, float) for v in (start, limit, delta)) and dtype.is_integer:
+                dtype = dtypes.float32
+        return _Range(start, limit, delta, dtypes.as_dtype(dtype))
+    return fn(*args, **kwargs)
+
+
+def for_stmt(iterable, extra_test, body, init, names, exposed=()):
+    """``for x in iterable: vars = body(x, *vars)`` (stopping early when ``extra_test(*vars)`` is
+    false, e.g. after a ``break``).  A ``_Range`` or symbolic tensor iterable becomes a
+    while_loop over an int32 index; anything else (lists, Python ranges, eager tensors,
+    datasets) is iterated in Python."""
+    n = len(names)
+    if isinstance(iterable, _Range) or is_symbolic(iterable):
+        return _graph_for(iterable, extra_test, body, tuple(init), names, exposed)
+    state = tuple(init)
+    for item in iterable:
+        if extra_test is not None:
+            t = extra_test(*state)
+            if is_symbolic(t):
+                raise NotImplementedError(
+                    "break/return under a tensor condition inside a loop over a Python "
+                    "iterable is not supported; iterate over a tensor (e.g. tf.range) instead.")
+            if not t:
+                break
+        state = _tuple(body(item, *state), n)
+    return state
+
+
+def _graph_for(iterable, extra_test, body, state, names, exposed):
+    from hybridtf.api import array_ops, math_ops
+    from hybridtf.framework.constant_op import constant
+    _check_loop_vars(state, names, exposed)
+    n = len(names)
+    if isinstance(iterable, _Range):
+        dtype = iterable.dtype
+        start = math_ops.cast(iterable.start, dtype)
+        limit = math_ops.cast(iterable.limit, dtype)
+        delta = iterable.delta
+        if not _is_tensor(delta):
+            if delta == 0:
+                raise ValueError("range: delta must not be zero.")
+            positive = delta > 0
+        else:
+            positive = None
+        delta = math_ops.cast(delta, dtype)
+
+        def in_range(i):
+            if positive is True:
+                return math_ops.less(i, limit)
+            if positive is False:
+                return math_ops.greater(i, limit)
+            return math_ops.logical_or(
+                math_ops.logical_and(math_ops.greater(delta, 0), math_ops.less(i, limit)),
+                math_ops.logical_and(math_ops.less(delta, 0), math_ops.greater(i, limit)))
+
+        def element(i):
+            return i
+
+        def advance(i):
+            return i + delta
+        first = start
+    else:
+        tensor = iterable
+        rows = tensor.shape[0] if tensor.shape.rank else None
+        if tensor.shape.rank == 0:
+            raise TypeError("Cannot iterate over a scalar tensor.")
+        count = constant(rows, dtype="int32") if rows is not None else \
+            array_ops.shape(tensor)[0]
+
+        def in_range(i):
+            return math_ops.less(i, count)
+
+        def element(i):
+            return array_ops.gather(tensor, i)
+
+        def advance(i):
+            return i + 1
+        first = constant(0, dtype="int32")
+
+    def loop_test(i, *v):
+        ok = in_range(i)
+        if extra_test is None:
+            return ok
+        return and_(lambda: ok, lambda: extra_test(*v))
+
+    def loop_body(i, *v):
+        new = _tuple(body(element(i), *v), n)
+        return (advance(i),) + tuple(new)
+
+    try:
+        final = _cf().while_loop(loop_test, loop_body, (first,) + tuple(state))
+    except (TypeError, ValueError) as err:
+        raise _loop_error(err, names)
+    return tuple(final[1:])
