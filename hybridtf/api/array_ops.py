@@ -416,3 +416,10 @@ def unreduce(value, x, axes, keepdims):
     return execute1(AR.UNREDUCE, [as_tensor(value), as_tensor(x)],
                     {"axes": tuple(axes), "keepdims": bool(keepdims)})
 
+
+def tensor_array_write_grad(grad, buffer, index):
+    """The gradients of a TensorArray write: (for the old buffer, for the written value)."""
+    from hybridtf.registry import tensor_array
+    return execute(tensor_array.TENSOR_ARRAY_WRITE_GRAD,
+                   [as_tensor(grad), as_tensor(buffer), as_tensor(index)], None)
+

@@ -3,6 +3,7 @@ whose branches / loop parts are nested graphs, so the decision is made each time
 """
 import numpy as np
 
+from hybridtf.api.tensor_array_ops import TensorArray
 from hybridtf.eager import tape as tape_lib
 from hybridtf.eager.execute import as_tensor, execute
 from hybridtf.framework import nest
@@ -214,14 +215,26 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     flat = [as_tensor(v) if isinstance(v, (int, float, bool, np.ndarray, np.generic)) else v
             for v in flat]
     graph = func_graph.current()
-    if graph is None and not any(_is_symbolic(v) for v in flat):
+    tensors = [v._buffer if isinstance(v, TensorArray) else v for v in flat]
+    if graph is None and not any(_is_symbolic(v) for v in tensors):
         return _eager_while(cond, body, structure, flat, maximum_iterations, single)
     first = cond(*nest.pack_sequence_as(structure, flat))
-    if not _is_symbolic(first) and not any(_is_symbolic(v) for v in flat):
+    if not _is_symbolic(first) and not any(_is_symbolic(v) for v in tensors):
         # Everything is known while tracing: the loop unrolls (its values are constants).
         return _eager_while(cond, body, structure, flat, maximum_iterations, single)
     return _traced_while(cond, body, structure, flat, shape_invariants, maximum_iterations,
                          single)
+
+
+def _unwrap(flat):
+    """Loop values as tensors: a TensorArray travels as its buffer."""
+    return [v._buffer if isinstance(v, TensorArray) else v for v in flat]
+
+
+def _rewrap(tensors, templates):
+    # A TensorArray still without a buffer goes in as it is (the discovery pass).
+    return [(t._with_buffer(v) if t._buffer is not None else t) if isinstance(t, TensorArray)
+            else v for v, t in zip(tensors, templates)]
 
 
 def _check_same(before, after, what="while_loop"):
@@ -229,6 +242,8 @@ def _check_same(before, after, what="while_loop"):
         raise ValueError(f"{what}: body returned {len(after)} loop variables, expected "
                          f"{len(before)}.")
     for i, (a, b) in enumerate(zip(before, after)):
+        if isinstance(a, TensorArray) or isinstance(b, TensorArray):
+            continue
         if not isinstance(b, Tensor):
             b = as_tensor(b, dtype=a.dtype)
         if a._np_dtype != b._np_dtype:
@@ -251,7 +266,7 @@ def _eager_while(cond, body, structure, flat, maximum_iterations, single):
         result = [result] if single else list(result) if isinstance(result, (list, tuple)) \
             else [result]
         new = [_leaf_tensor(v) for v in nest.flatten(result)]
-        new = [as_tensor(v, dtype=o.dtype) if not isinstance(v, Tensor) else v
+        new = [as_tensor(v, dtype=o.dtype) if not isinstance(v, (Tensor, TensorArray)) else v
                for v, o in zip(new, current)]
         _check_same(current, new)
         current = new
@@ -260,8 +275,9 @@ def _eager_while(cond, body, structure, flat, maximum_iterations, single):
     return packed[0] if single else type(structure)(packed)
 
 
-def _loop_graphs(cond, body, structure, specs, parent, seeded):
-    """Traces cond and body on placeholders; ``seeded`` variables are carried as loop values."""
+def _loop_graphs(cond, body, structure, specs, parent, seeded, templates):
+    """Traces cond and body on placeholders; ``seeded`` variables are carried as loop values and
+    TensorArrays (``templates``) as their buffers."""
     graphs = []
     for name, fn in (("while_cond", cond), ("while_body", body)):
         graph = FuncGraph(name, parent=parent)
@@ -272,38 +288,51 @@ def _loop_graphs(cond, body, structure, specs, parent, seeded):
             graph._variable_values[id(variable)] = ph
             graph._initial_values[id(variable)] = (variable, ph)
         with tape_lib.stop_recording(), func_graph.building(graph):
-            result = fn(*nest.pack_sequence_as(structure, placeholders[:n_user]))
+            values = _rewrap(placeholders[:n_user], templates)
+            result = fn(*nest.pack_sequence_as(structure, values))
         graphs.append((graph, result, placeholders))
     return graphs
 
 
 def _traced_while(cond, body, structure, flat, shape_invariants, maximum_iterations, single):
-    parent = func_graph.current() or next(v.graph for v in flat if _is_symbolic(v))
-    if shape_invariants is not None:
-        invariants = [getattr(s, "as_list", lambda s=s: s)() if s is not None else None
-                      for s in nest.flatten(shape_invariants)]
-    else:
-        invariants = [v._shape_tuple for v in flat]
-    specs = [(None if inv is None else tuple(inv), v._np_dtype) for inv, v in zip(invariants, flat)]
+    parent = func_graph.current() or next(v.graph for v in _unwrap(flat) if _is_symbolic(v))
+    templates = list(flat)
     seeded = []
-    for _ in range(2):
+    for _ in range(3):
+        # A TensorArray nothing was written to yet learns its element shape from the body.
+        tensors = _unwrap(templates)
+        specs = _loop_specs(templates, tensors, shape_invariants)
         (cond_graph, test, _), (body_graph, result, _) = _loop_graphs(
             cond, body, structure, specs + [(tuple(v.shape), v._value.dtype) for v in seeded],
-            parent, seeded)
+            parent, seeded, templates)
+        result = [result] if single else list(result) if isinstance(result, (list, tuple)) \
+            else [result]
+        result_flat = nest.flatten(result)
+        unknown = [i for i, t in enumerate(templates)
+                   if isinstance(t, TensorArray) and t._buffer is None]
+        for i in unknown:
+            written = result_flat[i]
+            if not isinstance(written, TensorArray) or written._buffer is None:
+                raise ValueError("while_loop: a TensorArray loop variable is never written in "
+                                 "the body and has no element_shape.")
+            with func_graph.building(parent):
+                templates[i] = templates[i]._with_buffer(
+                    templates[i]._zeros(written._buffer._shape_tuple[1:]))
         assigned = [v for v in _assigned_variables([body_graph]) if all(v is not s for s in seeded)]
-        if not assigned:
+        if not assigned and not unknown:
             break
         seeded = seeded + assigned  # carry them as loop values and trace again
+    flat = _unwrap(templates)
+    invariants = [s[0] for s in specs]
     with func_graph.building(cond_graph):
         test = as_tensor(test)
         if test.dtype.name != "bool" or test._shape_tuple not in ((), None):
             raise TypeError(f"while_loop: cond must return a scalar bool tensor, got {test!r}.")
         cond_graph.outputs = [cond_graph.as_input(test)]
-    result = [result] if single else list(result) if isinstance(result, (list, tuple)) \
-        else [result]
     with func_graph.building(body_graph):
-        new = [as_tensor(v, dtype=o.dtype) if not isinstance(_leaf_tensor(v), Tensor)
-               else _leaf_tensor(v) for v, o in zip(nest.flatten(result), flat)]
+        new = _unwrap([_leaf_tensor(v) for v in nest.flatten(result)])
+        new = [as_tensor(v, dtype=o.dtype) if not isinstance(v, Tensor) else v
+               for v, o in zip(new, flat)]
         _check_same(flat, new)
         outputs = [body_graph.as_input(v) for v in new]
         outputs += [body_graph.read_variable(v) for v in seeded]
@@ -331,8 +360,28 @@ def _traced_while(cond, body, structure, flat, shape_invariants, maximum_iterati
     final = execute(op, entry + inputs, attrs)
     for variable, value in zip(seeded, final[len(flat):]):
         parent.assign_variable(variable, value)
-    packed = nest.pack_sequence_as(structure, list(final[:len(flat)]))
+    packed = nest.pack_sequence_as(structure, _rewrap(list(final[:len(flat)]), templates))
     return packed[0] if single else type(structure)(packed)
+
+
+def _loop_specs(templates, tensors, shape_invariants):
+    """(shape, dtype) of each loop value: its shape invariant if given, else its shape; a
+    TensorArray that may grow has an unknown length."""
+    if shape_invariants is not None:
+        invariants = [getattr(s, "as_list", lambda s=s: s)() if s is not None else None
+                      for s in nest.flatten(shape_invariants)]
+    else:
+        invariants = [None if v is None else v._shape_tuple for v in tensors]
+    specs = []
+    for template, tensor, inv in zip(templates, tensors, invariants):
+        if isinstance(template, TensorArray):
+            if tensor is None:
+                specs.append(((), template.dtype.as_numpy_dtype))  # unused: discovery pass
+                continue
+            if template.dynamic_size and inv is not None:
+                inv = (None,) + tuple(inv[1:])
+        specs.append((None if inv is None else tuple(inv), tensor._np_dtype))
+    return specs
 
 
 def while_gradient(record, grads):
