@@ -39,3 +39,4 @@ from hybridtf.api.control_flow_ops import cond, while_loop  # noqa: F401,E402
 from hybridtf.api.script_ops import py_function  # noqa: F401,E402
 from hybridtf.api.tensor_array_ops import TensorArray  # noqa: F401,E402
 from hybridtf.graph.function import Function, function  # noqa: F401,E402
+from hybridtf import autograph  # noqa: F401,E402

@@ -76,6 +76,8 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001 -
     """Numbers from ``start`` up to (not including) ``limit`` in steps of ``delta``."""
     if limit is None:
         start, limit = 0, start
+    if any(isinstance(v, Tensor) and type(v) is not Tensor for v in (start, limit, delta)):
+        return _traced_range(start, limit, delta, dtype)
     values = [np.asarray(v) if isinstance(v, Tensor) or getattr(v, "_is_variable", False) else v
               for v in (start, limit, delta)]
     if float(values[2]) == 0:
@@ -91,6 +93,19 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001 -
         target = dtypes.as_dtype(dtype).as_numpy_dtype
     scalars = [np.asarray(v).item() for v in values]
     return Tensor(np.arange(*scalars).astype(target))
+
+
+def _traced_range(start, limit, delta, dtype):
+    """``tf.range`` with a bound known only when the traced function runs."""
+    from hybridtf.api.math_ops import cast
+    bounds = [as_tensor(v) for v in (start, limit, delta)]
+    if dtype is None:
+        kinds = [b._np_dtype for b in bounds]
+        target = np.result_type(*kinds)
+    else:
+        target = np.dtype(dtypes.as_dtype(dtype).as_numpy_dtype)
+    bounds = [cast(b, target) for b in bounds]
+    return execute1(AR.RANGE, bounds, {"dtype": target})
 
 
 # ---- shape ----------------------------------------------------------------------------------------

@@ -116,6 +116,12 @@ def _tuple(result, n):
 
 
 def _add_context(err, message):
+    """``err`` with ``message`` appended: a new error of the same type for plain TypeError /
+    ValueError (so ``str(err)`` names the variables), else a note on ``err``."""
+    if type(err) in (TypeError, ValueError):
+        new = type(err)(f"{err} {message}")
+        new.__cause__ = err
+        return new
     try:
         err.add_note(message)
     except AttributeError:  # Python < 3.11
@@ -176,11 +182,12 @@ def _graph_if(cond, body, orelse, init, names, body_assigns, orelse_assigns):
     cf = _cf()
     try:
         result = cf.cond(cond, wrap(body, "if"), wrap(orelse, "else"))
-    except (TypeError, ValueError) as err:
-        if outputs:
-            _add_context(err, f"(in an `if` on a tensor whose branches set {outputs!r}: each must "
-                              "have the same structure and dtype in both branches)")
-        raise
+    except Exception as err:  # noqa: BLE001 - re-raised with the variables' names
+        if not outputs:
+            raise
+        raise _add_context(err, f"(in an `if` on a tensor whose branches set the variables "
+                                f"{outputs!r}, outputs 0.. in that order: each must have the "
+                                "same structure and dtype in both branches)")
     result = tuple(result) if result is not None else ()
     final = list(init[:n])
     for i, value in zip(keep, result):
@@ -220,10 +227,10 @@ def _check_loop_vars(state, names, exposed):
 
 
 def _loop_error(err, names):
-    if names:
-        _add_context(err, f"(the loop variables are {list(names)!r}, in that order: each must "
-                          "keep its dtype, structure and rank)")
-    return err
+    if not names:
+        return err
+    return _add_context(err, f"(the loop variables are {list(names)!r}, in that order: each "
+                             "must keep its dtype, structure and rank)")
 
 
 def _graph_while(test, body, state, names, exposed):
@@ -232,7 +239,7 @@ def _graph_while(test, body, state, names, exposed):
     try:
         return tuple(_cf().while_loop(lambda *v: test(*v),
                                       lambda *v: tuple(_tuple(body(*v), n)), tuple(state)))
-    except (TypeError, ValueError) as err:
+    except Exception as err:  # noqa: BLE001 - re-raised with the variables' names
         raise _loop_error(err, names)
 
 
@@ -356,6 +363,6 @@ def _graph_for(iterable, extra_test, body, state, names, exposed):
 
     try:
         final = _cf().while_loop(loop_test, loop_body, (first,) + tuple(state))
-    except (TypeError, ValueError) as err:
+    except Exception as err:  # noqa: BLE001 - re-raised with the variables' names
         raise _loop_error(err, names)
     return tuple(final[1:])

@@ -93,6 +93,14 @@ class GraphTensor(Tensor):
     def __repr__(self):
         return f'<tf.Tensor "{self._name}" shape={self.shape} dtype={self.dtype.name}>'
 
+    def __iter__(self):
+        raise TypeError(f"Iterating over a symbolic tf.Tensor ({self._name}) is not allowed "
+                        "inside a traced hybridtf.function without autograph; use tf.while_loop, "
+                        "or keep autograph on (the default) for `for x in tensor` loops.")
+
+    def __format__(self, spec):
+        return format(str(self), spec)
+
     def __str__(self):
         return f'Tensor("{self._name}", shape={self.shape}, dtype={self.dtype.name})'
 

@@ -489,6 +489,24 @@ class Function:
         return bound
 
     # ---- tracing ------------------------------------------------------------------------------
+    def _traced_function(self):
+        """What tracing calls: with ``autograph=True`` the AutoGraph-converted function
+        (converted once, lazily); the original when its source is unavailable."""
+        converted = self.__dict__.get("_autograph_function")
+        if converted is None:
+            converted = self._python_function
+            if self._autograph:
+                from hybridtf import autograph
+                try:
+                    converted = autograph.convert(self._python_function)
+                except autograph.ConversionError:
+                    pass        # no source (a lambda, a builtin): trace the function as is
+                except Exception as err:  # noqa: BLE001 - conversion is never fatal
+                    warnings.warn(f"AutoGraph could not convert {self._name}; tracing it "
+                                  f"unconverted ({type(err).__name__}: {err}).", stacklevel=4)
+            self._autograph_function = converted
+        return converted
+
     def _trace_for(self, bound, key):
         trace_key_ = key
         if self._input_signature is not None:
@@ -576,7 +594,7 @@ class Function:
         sym_bound = inspect.BoundArguments(bound.signature, _ordered(bound, symbolic_args))
         template = inspect.BoundArguments(bound.signature, _ordered(bound, template_args))
         with tape_lib.stop_recording(), func_graph.building(graph):
-            result = self._python_function(*sym_bound.args, **sym_bound.kwargs)
+            result = self._traced_function()(*sym_bound.args, **sym_bound.kwargs)
             flat_out = nest.flatten(result)
             leaves = []
             outputs = []

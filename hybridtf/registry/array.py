@@ -424,3 +424,11 @@ UNREDUCE = _one(
     "unreduce", _unreduce_eager, lambda specs, attrs: [Spec(specs[1].shape, specs[0].dtype)],
     lambda record, grads: (M.reduce_sum(grads[0], axis=list(record.attrs["axes"]),
                                         keepdims=record.attrs["keepdims"]), None))
+
+RANGE = _one(
+    "range",
+    lambda arrays, attrs: np.arange(*[np.asarray(a).item() for a in arrays]).astype(
+        attrs["dtype"]),
+    lambda specs, attrs: [Spec((None,), np.dtype(attrs["dtype"]))],
+    check_values=lambda arrays, attrs: (float(np.asarray(arrays[2])) == 0 and checks.fail(
+        "range", "delta must not be zero.")))
