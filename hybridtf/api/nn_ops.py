@@ -129,7 +129,7 @@ def bias_add(value, bias, data_format=None, name=None):
 
 
 # ---- convolution and pooling ----------------------------------------------------------------------
-def _pair(op_name, value, what, batch_channel_ok=True):
+def _pair(op_name, value, what):
     """TF's int / [h, w] / [1, h, w, 1] forms of strides, ksize and dilations, as (h, w)."""
     values = [int(value)] if isinstance(value, (int, np.integer)) else [int(v) for v in value]
     if len(values) == 1:

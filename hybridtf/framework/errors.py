@@ -37,8 +37,3 @@ UnimplementedError = _subclass("UnimplementedError", doc="An operation is not im
 InternalError = _subclass("InternalError", doc="An internal invariant was broken.")
 UnavailableError = _subclass("UnavailableError", doc="A service is unavailable.")
 DataLossError = _subclass("DataLossError", doc="Unrecoverable data loss or corruption.")
-
-
-def invalid_argument(op_name, message):
-    """An InvalidArgumentError whose text starts with the op's name."""
-    return InvalidArgumentError(None, op_name, f"{op_name}: {message}")
