@@ -21,8 +21,6 @@ def record_failure(entry, exc):
         entry["status"], entry["reason"] = "skipped", str(exc)
     elif isinstance(exc, Missing):
         entry["status"], entry["reason"] = "missing", str(exc)
-    elif isinstance(exc, NotImplementedError):
-        entry["status"], entry["reason"] = "missing", f"NotImplementedError: {exc}"
     else:
         entry["status"], entry["reason"] = "error", f"{type(exc).__name__}: {exc}"
         entry["traceback"] = "".join(traceback.format_exception(exc)[-6:])

@@ -653,3 +653,20 @@ def test_variable_first_assigned_in_tensor_loop_and_used_after():
         return last
     with pytest.raises(ValueError, match="'last' must be defined before the loop"):
         f(tf.constant(3))
+
+
+@needs_primitives
+def test_break_under_a_tensor_condition_in_a_python_loop():
+    def first_over(x):
+        total = tf.constant(0.0)
+        for v in [1.0, 2.0, 3.0, 4.0]:
+            if total > x:
+                break
+            total += v
+        return total
+
+    traced = tf.function(first_over)
+    for limit, expected in ((2.5, 3.0), (100.0, 10.0), (0.5, 1.0)):
+        assert float(traced(tf.constant(limit))) == expected
+        assert float(first_over(tf.constant(limit))) == expected
+    assert traced.experimental_get_tracing_count() == 1

@@ -85,7 +85,7 @@ def test_variant_agrees_with_numpy(workload_id, framework, mode, references):
     try:
         prepared = _impl(workload, framework, mode).build(module, SMOKE)
         result = prepared.result()
-    except (Missing, NotImplementedError) as exc:
+    except Missing as exc:
         pytest.skip(f"{framework} {mode} reported missing: {exc}")
     outcome = compare(result, references(workload), workload.tolerance)
     assert outcome["ok"], f"{workload_id} {framework}/{mode} disagrees with NumPy: {outcome}"

@@ -291,13 +291,27 @@ def for_stmt(iterable, extra_test, body, init, names, exposed=()):
         if extra_test is not None:
             t = extra_test(*state)
             if is_symbolic(t):
-                raise NotImplementedError(
-                    "break/return under a tensor condition inside a loop over a Python "
-                    "iterable is not supported; iterate over a tensor (e.g. tf.range) instead.")
+                # A break under a tensor condition: from here on each (unrolled) iteration
+                # runs only while the loop has not stopped, decided when the graph runs.
+                _check_loop_vars(state, names, exposed)
+                state = _guarded_iteration(t, body, item, state, n, names)
+                continue
             if not t:
                 break
         state = _tuple(body(item, *state), n)
     return state
+
+
+def _guarded_iteration(keep_going, body, item, state, n, names):
+    def run():
+        return _tuple(body(item, *state), n)
+
+    def skip():
+        return state
+    try:
+        return tuple(_cf().cond(keep_going, run, skip))
+    except Exception as err:  # noqa: BLE001 - re-raised with the variables' names
+        raise _loop_error(err, names)
 
 
 def _graph_for(iterable, extra_test, body, state, names, exposed):
