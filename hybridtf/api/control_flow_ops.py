@@ -10,6 +10,7 @@ from hybridtf.framework import nest
 from hybridtf.framework.tensor import Tensor
 from hybridtf.graph import func_graph
 from hybridtf.graph.func_graph import FuncGraph, GraphTensor
+from hybridtf.graph.function import replay
 from hybridtf.registry import checks
 from hybridtf.registry import control_flow as CF
 
@@ -156,20 +157,6 @@ def _merged_spec(a, b):
     return _Spec(shape, a._static_dtype)
 
 
-def replay_subgraph(graph, outer, inputs=()):
-    """Re-creates a branch / loop body's computation on the given tensors through the op API."""
-    mapping = {id(ph): t for ph, t in zip(graph.inputs, inputs)}
-    for (_, placeholder), value in zip(graph.outer_inputs, outer):
-        mapping[id(placeholder)] = value
-    for tensor, placeholder in graph.captures:
-        mapping[id(placeholder)] = tensor
-    for node in graph.nodes:
-        outs = execute(node.op, [mapping[id(t)] for t in node.inputs], node.attrs)
-        for t, o in zip(node.outputs, outs):
-            mapping[id(t)] = o
-    return [mapping[id(t)] for t in graph.outputs]
-
-
 def cond_gradient(record, grads):
     """The gradient of a cond node: a cond over the two branches' gradients."""
     from hybridtf.api.array_ops import zeros_like
@@ -184,7 +171,7 @@ def cond_gradient(record, grads):
             mine = [outer[i] for i in mapping]
             with GradientTape() as tape:
                 tape.watch(mine)
-                outputs = replay_subgraph(graph, mine)
+                outputs = replay(graph, (), False, outer=mine)
             found = tape.gradient(outputs, mine, output_gradients=grads)
             by_position = {}
             for position, g in zip(mapping, found):
@@ -406,7 +393,7 @@ def while_gradient(record, grads):
         with func_graph.building(vjp):
             with GradientTape() as tape:
                 tape.watch(state_ph + outer_ph)
-                outputs = replay_subgraph(body, outer_ph, state_ph)
+                outputs = replay(body, state_ph, False, outer=outer_ph)
             found = tape.gradient(outputs, state_ph + outer_ph, output_gradients=grad_ph)
             vjp.outputs = [vjp.as_input(g if g is not None else zeros_like(p))
                            for g, p in zip(found, state_ph + outer_ph)]

@@ -82,8 +82,8 @@ class Variable:
 
         Inside a traced function the value is symbolic and read by reference each call.
         """
-        graph = func_graph.current()
-        read = self._snapshot if graph is None else graph.read_variable(self)
+        tracing = func_graph.tracing_graphs()
+        read = self._snapshot if not tracing else tracing[-1].read_variable(self)
         if tape_lib.STATE.active or tape_lib.STATE.variable_watchers:
             tape_lib.record_variable_read(self, read)
         return read

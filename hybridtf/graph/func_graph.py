@@ -219,21 +219,25 @@ class FuncGraph:
         return [(v, self._variable_values[id(v)]) for v in every
                 if self._variable_values[id(v)] is not initial[id(v)]]
 
+    @staticmethod
+    def ancestors(tensors):
+        """The ids of the nodes the given tensors are computed from."""
+        needed = set()
+        stack = list(tensors)
+        while stack:
+            node = getattr(stack.pop(), "node", None)
+            if node is not None and id(node) not in needed:
+                needed.add(id(node))
+                stack.extend(node.inputs)
+        return needed
+
     def prune(self):
         """Drops nodes nothing needs: not stateful, and not on a path to an output or to a
         variable's new value (e.g. the gradient of an input nobody asked for)."""
-        keep = set()
-        stack = list(self.outputs) + [t for _, t in self.updated_variables()]
-        for node in self.nodes:
-            if node.op.stateful:
-                keep.add(id(node))
-                stack.extend(node.inputs)
-        while stack:
-            t = stack.pop()
-            node = t.node
-            if node is not None and id(node) not in keep:
-                keep.add(id(node))
-                stack.extend(node.inputs)
+        roots = list(self.outputs) + [t for _, t in self.updated_variables()]
+        stateful = [n for n in self.nodes if n.op.stateful]
+        keep = self.ancestors(roots + [t for n in stateful for t in n.inputs])
+        keep.update(id(n) for n in stateful)
         self.nodes = [n for n in self.nodes if id(n) in keep]
 
     def add_node(self, op, inputs, attrs, specs):
@@ -283,6 +287,11 @@ class _TraceState(threading.local):
 
 
 _STATE = _TraceState()
+
+
+def tracing_graphs():
+    """The graphs being traced in this thread, innermost last (empty when executing eagerly)."""
+    return _STATE.graphs
 
 
 def current():

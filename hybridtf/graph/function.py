@@ -243,16 +243,23 @@ def _restore_python_outputs(graph, flat_outputs):
 _TENSOR_OUTPUT = object()
 
 
-def replay(graph, inputs, apply_variable_updates):
-    """Re-creates ``graph``'s computation on ``inputs`` through the op API (so that it is traced
-    into the current graph, or recorded on active tapes); returns the output tensors."""
+def replay(graph, inputs, apply_variable_updates, outer=()):
+    """Re-creates ``graph``'s computation on ``inputs`` (and, for a branch or loop body, on the
+    enclosing-graph values ``outer``) through the op API, so that it is traced into the current
+    graph or recorded on active tapes; returns the output tensors.
+
+    Without ``apply_variable_updates`` only the nodes the outputs need run (no prints, no
+    assignments): the form gradients use.
+    """
     from hybridtf.eager.execute import execute
     mapping = {id(ph): t for ph, t in zip(graph.inputs, inputs)}
+    for (_, placeholder), value in zip(graph.outer_inputs, outer):
+        mapping[id(placeholder)] = value
     for tensor, placeholder in graph.captures:
         mapping[id(placeholder)] = tensor
     for variable, placeholder in graph.variables:
         mapping[id(placeholder)] = variable.value()
-    wanted = _ancestors(graph.outputs) if not apply_variable_updates else None
+    wanted = None if apply_variable_updates else graph.ancestors(graph.outputs)
     for node in graph.nodes:
         if wanted is not None and id(node) not in wanted:
             continue
@@ -263,17 +270,6 @@ def replay(graph, inputs, apply_variable_updates):
         for variable, tensor in graph.updated_variables():
             variable.assign(mapping[id(tensor)])
     return [mapping[id(t)] for t in graph.outputs]
-
-
-def _ancestors(tensors):
-    needed = set()
-    stack = list(tensors)
-    while stack:
-        t = stack.pop()
-        if isinstance(t, GraphTensor) and t.node is not None and id(t.node) not in needed:
-            needed.add(id(t.node))
-            stack.extend(t.node.inputs)
-    return needed
 
 
 def _flatten_tensor_args(bound, template):
@@ -398,7 +394,7 @@ class Function:
     def __call__(self, *args, **kwargs):
         if _CONFIG.run_eagerly:
             return self._python_function(*args, **kwargs)
-        if not kwargs and not func_graph._STATE.graphs:
+        if not kwargs and not func_graph.tracing_graphs():
             # Fast path for the common call: positional eager tensors and Python scalars whose
             # exact dtypes, shapes and values were seen before map straight to their trace.
             fast_key = _fast_key(args)

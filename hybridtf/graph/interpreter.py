@@ -58,13 +58,7 @@ def run_subgraph(graph, outer_arrays, input_arrays=(), call_index=0):
 def evaluate(graph, tensors, input_arrays):
     """The values of ``tensors`` computed from the inputs, running only the nodes they need
     (no side effects): used to initialise variables created while tracing."""
-    needed = set()
-    stack = list(tensors)
-    while stack:
-        t = stack.pop()
-        if t.node is not None and id(t.node) not in needed:
-            needed.add(id(t.node))
-            stack.extend(t.node.inputs)
+    needed = graph.ancestors(tensors)
     values = _bind_sources(graph, input_arrays)
     for node in graph.nodes:
         if id(node) in needed:
