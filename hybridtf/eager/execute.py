@@ -166,11 +166,9 @@ def execute_binary(op, x, y):
         if (a.size < LOOP_MIN_SIZE and b.size < LOOP_MIN_SIZE) or a.dtype.kind == "O":
             result = ufunc(a, b)
         elif b.ndim == 0 and a.flags.c_contiguous:
-            result = np.empty(a.shape, ufunc.types[0][-1])
-            elementwise.kernels(op.scalar.name).loop_as(a.reshape(-1), b[()], result.reshape(-1))
+            result = _array_with_scalar(op, ufunc, a, b[()], "loop_as")
         elif a.ndim == 0 and b.flags.c_contiguous:
-            result = np.empty(b.shape, ufunc.types[0][-1])
-            elementwise.kernels(op.scalar.name).loop_sa(a[()], b.reshape(-1), result.reshape(-1))
+            result = _array_with_scalar(op, ufunc, b, a[()], "loop_sa")
         else:
             result = ufunc(a, b)
     except ValueError:
@@ -180,6 +178,18 @@ def execute_binary(op, x, y):
     if _TAPES.active and op.grad is not None:
         tape_lib.record(op, (x, y), (out,), None, op.grad)
     return out
+
+
+def _array_with_scalar(op, ufunc, array, scalar, loop):
+    """A large contiguous array with a scalar, by a flat loop (``loop_as``: array op scalar,
+    ``loop_sa``: scalar op array), which vectorises where a broadcasting ufunc does not."""
+    result = np.empty(array.shape, ufunc.types[0][-1])
+    kernel = getattr(elementwise.kernels(op.scalar.name), loop)
+    if loop == "loop_as":
+        kernel(array.reshape(-1), scalar, result.reshape(-1))
+    else:
+        kernel(scalar, array.reshape(-1), result.reshape(-1))
+    return result
 
 
 def _tensor_op_python_float(op, x, a, y):
@@ -193,9 +203,7 @@ def _tensor_op_python_float(op, x, a, y):
     if a.size < LOOP_MIN_SIZE or not a.flags.c_contiguous:
         result = ufunc(a, y)
     else:
-        result = np.empty(a.shape, ufunc.types[0][-1])
-        elementwise.kernels(op.scalar.name).loop_as(a.reshape(-1), dtype.type(y),
-                                                    result.reshape(-1))
+        result = _array_with_scalar(op, ufunc, a, dtype.type(y), "loop_as")
     out = Tensor(result)
     if _TAPES.active and op.grad is not None:
         tape_lib.record(op, (x, Tensor(dtype.type(y))), (out,), None, op.grad)
