@@ -19,6 +19,7 @@ from hybridtf.api.math_ops import (  # noqa: F401
     tensordot, truediv, where)
 from hybridtf.eager.backprop import GradientTape, UnconnectedGradients, custom_gradient  # noqa: F401
 from hybridtf.framework.constant_op import constant, convert_to_tensor  # noqa: F401
+from hybridtf.framework.name_scope import name_scope  # noqa: F401
 from hybridtf.framework.dtypes import (  # noqa: F401
     DType, as_dtype, bool, complex64, complex128, double, float16, float32, float64, half, int8,
     int16, int32, int64, string, uint8, uint16, uint32, uint64)
@@ -40,3 +41,5 @@ from hybridtf.api.script_ops import py_function  # noqa: F401,E402
 from hybridtf.api.tensor_array_ops import TensorArray  # noqa: F401,E402
 from hybridtf.graph.function import Function, function  # noqa: F401,E402
 from hybridtf import autograph  # noqa: F401,E402
+from hybridtf.module import Module  # noqa: F401,E402
+from hybridtf import keras, saved_model  # noqa: F401,E402

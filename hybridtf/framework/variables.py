@@ -4,7 +4,7 @@ import itertools
 import numpy as np
 
 from hybridtf.eager import tape as tape_lib
-from hybridtf.framework import dtypes
+from hybridtf.framework import dtypes, name_scope
 from hybridtf.framework.constant_op import to_numpy
 from hybridtf.framework.tensor import CPU_DEVICE, Reference, Tensor, format_value, is_tensor
 from hybridtf.graph import func_graph
@@ -64,13 +64,20 @@ class Variable:
         if not self._shape.is_compatible_with(value.shape):
             raise ValueError(f"The initial value's shape {value.shape} is not compatible with "
                              f"the explicitly supplied `shape` argument {self._shape}.")
-        self._name = (name or "Variable") + ("" if name and ":" in name else ":0")
+        self._name = self._scoped_name(name)
         self._constraint = constraint
         self._synchronization = synchronization
         self._aggregation = aggregation
         self._unique_id = next(_IDS)
         self._set(value)
         self._initial_value = self._snapshot
+
+    @staticmethod
+    def _scoped_name(name):
+        """TF's variable name: the enclosing ``name_scope`` + the name (default "Variable") + ":0"."""
+        if name and ":" in name:
+            return name
+        return name_scope.current_prefix() + (name or "Variable") + ":0"
 
     def _set(self, array):
         self._value = array
