@@ -16,6 +16,7 @@ import numpy as np
 
 from ops.codegen import load_source
 
+from hybridtf.compiler import loops as loops_lib
 from hybridtf.compiler import plan as plan_lib
 from hybridtf.compiler import render as render_lib
 from hybridtf.registry import elementwise as registry_elementwise
@@ -24,10 +25,6 @@ from hybridtf.registry import OPS
 # The eager functions registry.elementwise defines: kernel_for(name, dtype)(*arrays).
 _ELEMENTWISE_EAGER = {name: op.eager for name, op in OPS.items()
                       if op.kind == "elementwise" and op.scalar is not None}
-
-# Captured constants with at most this many elements are inlined in the generated code.
-_INLINE_SIZE = 1
-
 
 class CompiledGraph:
     """A lowered graph: ``run``, the generated kernel source and the driver source."""
@@ -55,16 +52,18 @@ def compile_graph(graph, warm_up=True):
     """Lowers ``graph``; compiles its kernels now when ``warm_up`` (on dummy arrays)."""
     the_plan = plan_lib.lower(graph)
 
-    constants = {}
-    for tensor, placeholder in graph.captures:
-        value = np.asarray(tensor._value)
-        if value.size <= _INLINE_SIZE and value.dtype.kind in "biuf" and value.size == 1:
-            constants[id(placeholder)] = value
+    constants = loops_lib.small_constants(graph)
 
     kernels = []
-    for kind, item in the_plan.items:
+    loop_kernels = {}   # step index -> LoopKernel
+    for step_index, (kind, item) in enumerate(the_plan.items):
         if kind == "group" and item.outputs:
             kernels.append(render_lib.render(item, constants))
+        elif kind == "step":
+            loop = loops_lib.render_while(item)
+            if loop is not None:
+                loop_kernels[step_index] = loop
+                kernels += loop.kernels + [loop.kernel]
     module = None
     source = ""
     if kernels:
@@ -113,6 +112,17 @@ def compile_graph(graph, warm_up=True):
             continue
         node = item
         op = node.op
+        loop = loop_kernels.get(step_index)
+        if loop is not None:
+            env[f"l{step_index}"] = getattr(module, loop.kernel.name)
+            args = [slot(t) for t in node.inputs]
+            for n, array in enumerate(loop.captured):
+                env[f"l{step_index}_{n}"] = array
+                args.append(f"l{step_index}_{n}")
+            lines.append(f"    res = l{step_index}({', '.join(args)})")
+            for i, t in enumerate(node.outputs):
+                lines.append(f"    {new_slot(t)} = res[{i}]")
+            continue
         ufunc = _bound_ufunc(node)
         if ufunc is not None:
             # An elementwise op whose eager kernel is a ufunc chosen by dtype: chosen now.
@@ -166,7 +176,7 @@ def compile_graph(graph, warm_up=True):
     run = env["run"]
 
     if warm_up and kernels:
-        _warm_up(kernels, module)
+        _warm_up(kernels, module, loop_kernels.values())
     return CompiledGraph(graph, run, source, driver_source, module)
 
 
@@ -190,11 +200,22 @@ def _updated(graph):
     return graph.updated_variables()
 
 
-def _warm_up(kernels, module):
+def _warm_up(kernels, module, loops):
     """Compiles each kernel for C-contiguous arguments of its static shapes and dtypes, so that
-    a kernel that fails to compile is found before any step of a call has run."""
+    a kernel that fails to compile is found before any step of a call has run.  Loop kernels
+    are compiled from their signature: run on dummy values they might never stop."""
+    import numba
+
     done = set()
+    loop_names = set()
+    for loop in loops:
+        loop_names.add(loop.kernel.name)
+        dummies = [np.zeros(t._static_shape, t._static_dtype) for t in loop.kernel.args]
+        signature = tuple(numba.typeof(a) for a in dummies + list(loop.captured))
+        getattr(module, loop.kernel.name).compile(signature)
     for kernel in kernels:
+        if kernel.name in loop_names:
+            continue
         key = (kernel.name, tuple((len(t._static_shape), t._static_dtype) for t in kernel.args))
         if key in done:
             continue

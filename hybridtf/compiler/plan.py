@@ -95,7 +95,9 @@ class Plan:
         self.items = items
 
 
-def lower(graph):
+def lower(graph, keep_singletons=False):
+    """The plan of ``graph``.  ``keep_singletons`` keeps one-node groups as groups and lets a
+    full reduction of any value start a group of its own (loop kernels need every node fused)."""
     items = []
     open_groups = []
     owner = {}   # id(tensor) -> open Group computing it
@@ -119,6 +121,10 @@ def lower(graph):
         if fusable(node):
             shape = node.outputs[0]._static_shape
             target = next((g for g in open_groups if g.shape == shape), None)
+            if target is not None and any(r.outputs[0] is t for r in target.reductions
+                                          for t in node.inputs):
+                close(target)  # a reduction's value is ready only after its group's loop
+                target = None
             close_deps(node, keep=target)
             if target is None:
                 target = Group(shape)
@@ -132,14 +138,21 @@ def lower(graph):
                 g.add_reduction(node)
                 owner[id(node.outputs[0])] = g
                 continue
+            if keep_singletons:
+                close_deps(node)
+                g = Group(node.inputs[0]._static_shape)
+                open_groups.append(g)
+                g.add_reduction(node)
+                owner[id(node.outputs[0])] = g
+                continue
         close_deps(node)
         items.append(("step", node))
     for g in list(open_groups):
         close(g)
-    return Plan(graph, _finish(graph, items))
+    return Plan(graph, _finish(graph, items, keep_singletons))
 
 
-def _finish(graph, items):
+def _finish(graph, items, keep_singletons):
     """Decides which group values are written out, and turns trivial groups back into steps."""
     consumers = {}
     for kind, item in items:
@@ -157,7 +170,7 @@ def _finish(graph, items):
         if kind == "step":
             result.append((kind, item))
             continue
-        if item.size() == 1:
+        if item.size() == 1 and not keep_singletons:
             # One op alone: its precompiled eager kernel is as fast, and costs no compile time.
             result.append(("step", (item.members + item.reductions)[0]))
             continue

@@ -18,7 +18,7 @@ import numpy as np
 from numba import njit
 '''
 
-_DECORATOR = '@njit(cache=True, error_model="numpy"{extra})'
+DECORATOR = '@njit(cache=True, error_model="numpy"{extra})'
 
 
 def _np_type(dtype):
@@ -118,7 +118,7 @@ def render(group, constants):
             o = f"o{out_ids[id(t)]}"
             body.append(f"{o}[{', '.join(idx)}] = {v}" if rank else f"{o}[()] = {v}")
     for r, node in enumerate(group.reductions):
-        src = names[id(node.inputs[0])]
+        src = value_of(node.inputs[0])
         pre.append(f"    acc{r} = 0.0")
         body.append(f"acc{r} += {src}")
     for k in range(rank):
@@ -157,7 +157,7 @@ def render(group, constants):
     text = "\n".join(lines)
     digest = hashlib.sha256((signature + extra + "\n" + text).encode()).hexdigest()[:12]
     name = f"fused_{digest}"
-    source = f"{_DECORATOR.format(extra=extra)}\ndef {name}({signature}):\n{text}\n"
+    source = f"{DECORATOR.format(extra=extra)}\ndef {name}({signature}):\n{text}\n"
     return Kernel(name, source, args, scalar_args, outputs, imports)
 
 
