@@ -244,3 +244,80 @@ def test_gradient_through_a_compiled_call():
     g = tape.gradient(y, x).numpy()
     t = np.tanh(x.numpy())
     np.testing.assert_allclose(g, t + x.numpy() * (1 - t * t), rtol=1e-5)
+
+
+def test_partial_reductions_join_the_loop_that_computes_their_input():
+    def f(x, y):
+        z = tf.nn.relu(x * y)
+        return (tf.reduce_sum(z, axis=0, keepdims=True), tf.reduce_mean(z, axis=1),
+                tf.reduce_sum(z * 2.0, axis=[0, 2]), tf.reduce_sum(z))
+
+    fn = tf.function(f)
+    x, y = tf.constant(_rand(4, 5, 3)), tf.constant(_rand(5, 3, seed=4))
+    cf, compiled, reference = _both(fn, x, y)
+    groups = _groups(cf)
+    assert len(groups) == 1 and len(groups[0].reductions) == 4
+    z = np.maximum(x.numpy() * y.numpy(), 0)
+    expected = [z.sum(0, keepdims=True), z.mean(1), (z * 2).sum((0, 2)), z.sum()]
+    for c, r, e in zip(compiled, reference, expected):
+        assert c.shape == r.shape == e.shape and c.dtype == r.dtype
+        np.testing.assert_allclose(c, e, rtol=1e-5, atol=1e-6)
+
+
+def test_a_value_and_its_reduction_in_one_expression():
+    @tf.function
+    def f(x):
+        y = x * 2.0
+        return y - tf.reduce_mean(y, axis=0)
+
+    x = tf.constant(_rand(3, 4))
+    y = x.numpy() * 2
+    np.testing.assert_allclose(f(x).numpy(), y - y.mean(0), rtol=1e-6)
+
+
+def test_constants_known_at_compile_time_are_folded():
+    @tf.function
+    def f(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            loss = tf.reduce_mean(tf.nn.relu(x) * 3.0)
+        return loss, tape.gradient(loss, x)
+
+    x = tf.constant(_rand(4, 6))
+    cf, compiled, reference = _both(f, x)
+    steps = [item.op.name for kind, item in
+             plan_lib.lower(cf.graph, skip=compiler.fold_lib.fold_constants(cf.graph)[1]).items
+             if kind == "step"]
+    assert "fill_like" not in steps and "broadcast_to" not in steps and "reshape" not in steps
+    for c, r in zip(compiled, reference):
+        np.testing.assert_allclose(c, r, rtol=1e-6)
+    expected = np.where(x.numpy() > 0, 3.0 / x.numpy().size, 0.0)
+    np.testing.assert_allclose(f(x)[1].numpy(), expected, rtol=1e-6)
+
+
+def test_shapes_unknown_at_trace_are_checked_on_every_call():
+    @tf.function(input_signature=[tf.TensorSpec([None, None]), tf.TensorSpec([None, None])])
+    def f(a, b):
+        return tf.matmul(a, b) * 2.0
+
+    assert f(np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)).shape == (2, 4)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="matmul.*inner dimensions 3 and 4"):
+        f(np.ones((2, 3), np.float32), np.ones((4, 4), np.float32))
+
+
+def test_a_tensor_read_before_an_update_keeps_its_value():
+    v = tf.Variable(np.arange(6, dtype=np.float32).reshape(2, 3))
+    m = tf.Variable(np.zeros((2, 3), np.float32))
+
+    @tf.function
+    def step(g):
+        m.assign(0.9 * m + g)
+        v.assign_sub(0.5 * m)
+
+    before, before_array = v.read_value(), v.numpy()
+    kept = before_array.copy()
+    step(tf.ones((2, 3)))
+    step(tf.ones((2, 3)))
+    np.testing.assert_array_equal(before.numpy(), kept)
+    np.testing.assert_array_equal(before_array, kept)
+    np.testing.assert_allclose(v.numpy(), kept - 0.5 * (1.0 + 1.9), rtol=1e-6)

@@ -14,11 +14,14 @@ assigned variables written back at the end.
 """
 import numpy as np
 
+from ops import linalg as linalg_kernels
 from ops.codegen import load_source
 
+from hybridtf.compiler import fold as fold_lib
 from hybridtf.compiler import loops as loops_lib
 from hybridtf.compiler import plan as plan_lib
 from hybridtf.compiler import render as render_lib
+from hybridtf.graph import interpreter
 from hybridtf.registry import elementwise as registry_elementwise
 from hybridtf.registry import OPS
 
@@ -50,15 +53,21 @@ def _is_control_flow(node):
 
 def compile_graph(graph, warm_up=True):
     """Lowers ``graph``; compiles its kernels now when ``warm_up`` (on dummy arrays)."""
-    the_plan = plan_lib.lower(graph)
+    folded, folded_nodes = fold_lib.fold_constants(graph)
+    the_plan = plan_lib.lower(graph, skip=folded_nodes)
 
     constants = loops_lib.small_constants(graph)
+    for key, value in folded.items():
+        if fold_lib.uniform_value(value) is not None:
+            constants[key] = value   # inlined as a literal of its one value
 
     kernels = []
+    group_kernels = {}  # step index -> Kernel
     loop_kernels = {}   # step index -> LoopKernel
     for step_index, (kind, item) in enumerate(the_plan.items):
         if kind == "group" and item.outputs:
-            kernels.append(render_lib.render(item, constants))
+            kernel = group_kernels[step_index] = render_lib.render(item, constants)
+            kernels.append(kernel)
         elif kind == "step":
             loop = loops_lib.render_while(item)
             if loop is not None:
@@ -89,17 +98,20 @@ def compile_graph(graph, warm_up=True):
     for n, (tensor, placeholder) in enumerate(graph.captures):
         name = new_slot(placeholder)
         env[name] = tensor._value
+    for n, (key, value) in enumerate(folded.items()):
+        slots[key] = f"f{n}"
+        env[f"f{n}"] = value
     for n, (variable, placeholder) in enumerate(graph.variables):
         name = new_slot(placeholder)
         env[f"var{n}"] = variable
         lines.append(f"    {name} = var{n}._value")
 
-    kernel_iter = iter(kernels)
+    fresh = set()   # ids of values the driver alone holds: fused kernels' outputs
     for step_index, (kind, item) in enumerate(the_plan.items):
         if kind == "group":
             if not item.outputs:
                 continue   # pure and unused: nothing to compute
-            kernel = next(kernel_iter)
+            kernel = group_kernels[step_index]
             fname = f"k{step_index}"
             env[fname] = getattr(module, kernel.name)
             args = []
@@ -107,6 +119,7 @@ def compile_graph(graph, warm_up=True):
                 s = slot(t)
                 args.append(f"{s}[()]" if scalar else s)
             outs = [new_slot(t) for t in kernel.outputs]
+            fresh.update(id(t) for t in kernel.outputs)
             target = outs[0] if len(outs) == 1 else "".join(o + ", " for o in outs)
             lines.append(f"    {target} = {fname}({', '.join(args)})")
             continue
@@ -138,10 +151,19 @@ def compile_graph(graph, warm_up=True):
                 call_args = ", ".join(slot(t) for t in node.inputs)
             lines.append(f"    {new_slot(node.outputs[0])} = u{step_index}({call_args})")
             continue
+        direct = _direct_call(node, [slot(t) for t in node.inputs], env, step_index)
+        if direct is not None:
+            lines.append(f"    {new_slot(node.outputs[0])} = {direct}")
+            continue
         env[f"e{step_index}"] = op.eager
         env[f"a{step_index}"] = node.attrs
         arrays = "[" + "".join(f"_asarray({slot(t)}), " for t in node.inputs) + "]"
         lines.append(f"    arr = {arrays}")
+        if not all(_known(t._static_shape) for t in node.inputs):
+            # Shapes the trace could not check are checked on every call, before the kernel.
+            env[f"i{step_index}"] = interpreter.infer_shapes
+            lines.append(f"    i{step_index}(e{step_index}_node, arr)")
+            env[f"e{step_index}_node"] = node
         attrs = f"a{step_index}"
         if _is_random(node):
             lines.append(f"    attrs = dict(a{step_index}, counter=(a{step_index}['counter'] << 32)"
@@ -168,8 +190,11 @@ def compile_graph(graph, warm_up=True):
 
     for n, (variable, tensor) in enumerate(_updated(graph)):
         env[f"upd{n}"] = variable
-        lines.append(f"    upd{n}._set(_array({slot(tensor)}))")
-    lines.append("    return [" + "".join(slot(t) + ", " for t in graph.outputs) + "]")
+        value = slot(tensor) if id(tensor) in fresh else f"_array({slot(tensor)})"
+        lines.append(f"    upd{n}._set({value})")
+    # A folded output is copied: the caller gets an array of its own.
+    lines.append("    return [" + "".join((f"_array({slot(t)})" if id(t) in folded else slot(t))
+                                         + ", " for t in graph.outputs) + "]")
     driver_source = "\n".join(lines) + "\n"
     code = compile(driver_source, f"<hybridtf driver {graph.name}>", "exec")
     exec(code, env)
@@ -178,6 +203,27 @@ def compile_graph(graph, warm_up=True):
     if warm_up and kernels:
         _warm_up(kernels, module, loop_kernels.values())
     return CompiledGraph(graph, run, source, driver_source, module)
+
+
+def _known(shape):
+    return shape is not None and all(d is not None for d in shape)
+
+
+def _direct_call(node, args, env, step_index):
+    """Source computing a node whose inputs' shapes were all checked when it was traced without
+    going through its eager function: reshapes as views, matmuls straight into BLAS."""
+    name = node.op.name
+    if not all(_known(t._static_shape) for t in list(node.inputs) + list(node.outputs)):
+        return None
+    if name == "reshape":
+        return f"_np.reshape({args[0]}, {tuple(node.outputs[0]._static_shape)!r})"
+    if name in ("identity", "stop_gradient"):
+        return args[0]
+    if name == "matmul" and node.attrs is not None:
+        env[f"m{step_index}"] = linalg_kernels.matmul
+        return (f"m{step_index}({args[0]}, {args[1]}, {bool(node.attrs['transpose_a'])}, "
+                f"{bool(node.attrs['transpose_b'])})")
+    return None
 
 
 def _bound_ufunc(node):

@@ -2,9 +2,9 @@
 that keeps every value available before use and stateful nodes in program order.
 
 A *group* is a set of pure elementwise nodes with one output shape (fully known statically),
-run as one generated loop.  Full-tensor float ``reduce_sum`` / ``reduce_mean`` nodes consuming a
-group's values may join it as accumulators (the loop's epilogue).  Everything else is a *step*:
-``check_values`` then ``eager``, exactly as the interpreter runs a node.
+run as one generated loop.  Float ``reduce_sum`` / ``reduce_mean`` nodes (over all or some
+axes) consuming a group's values may join it as accumulators (the loop's epilogue).  Everything
+else is a *step*: ``check_values`` then ``eager``, exactly as the interpreter runs a node.
 
 Groups are formed greedily in program order.  Several groups (of different shapes) may be open at
 once; a group is emitted (placed in the step list) as soon as a later node consumes one of its
@@ -50,19 +50,22 @@ def fusable(node):
     return all(len(t._static_shape) <= out_rank for t in node.inputs)
 
 
-def _full_reduction(node):
-    """True for reduce_sum/reduce_mean over every axis of a float tensor of known shape."""
+def reduced_axes(node):
+    """The axes a reduce_sum/reduce_mean node of a float tensor of known shape reduces (the
+    reductions a group can take as accumulators), or None."""
     if node.op.name not in _REDUCTIONS or node.op.stateful:
-        return False
+        return None
     x, = node.inputs
     shape = x._static_shape
     if not _known(shape) or len(shape) == 0 or x._static_dtype.kind != "f":
-        return False
+        return None
     try:
         axes = checks.axes(node.op.name, node.attrs["axis"], len(shape))
     except Exception:
-        return False
-    return len(axes) == len(shape) and _known(node.outputs[0]._static_shape)
+        return None
+    if not axes or not _known(node.outputs[0]._static_shape):
+        return None
+    return sorted(axes)
 
 
 class Group:
@@ -71,7 +74,7 @@ class Group:
     def __init__(self, shape):
         self.shape = shape
         self.members = []        # elementwise nodes, in program order
-        self.reductions = []     # full reductions of member values, in program order
+        self.reductions = []     # reductions of member values, in program order
         self.produced = set()    # id of every tensor the group computes
         self.outputs = []        # tensors written out (set by finish())
 
@@ -95,9 +98,9 @@ class Plan:
         self.items = items
 
 
-def lower(graph, keep_singletons=False):
-    """The plan of ``graph``.  ``keep_singletons`` keeps one-node groups as groups and lets a
-    full reduction of any value start a group of its own (loop kernels need every node fused)."""
+def lower(graph, keep_singletons=False, skip=frozenset()):
+    """The plan of ``graph``.  ``keep_singletons`` keeps one-node groups as groups (loop kernels
+    need every node fused); nodes whose ids are in ``skip`` (folded constants) are left out."""
     items = []
     open_groups = []
     owner = {}   # id(tensor) -> open Group computing it
@@ -118,6 +121,8 @@ def lower(graph, keep_singletons=False):
             close(g)
 
     for node in graph.nodes:
+        if id(node) in skip:
+            continue
         if fusable(node):
             shape = node.outputs[0]._static_shape
             target = next((g for g in open_groups if g.shape == shape), None)
@@ -132,19 +137,18 @@ def lower(graph, keep_singletons=False):
             target.add(node)
             owner[id(node.outputs[0])] = target
             continue
-        if _full_reduction(node):
+        if reduced_axes(node) is not None:
             g = owner.get(id(node.inputs[0]))
             if g is not None and any(m.outputs[0] is node.inputs[0] for m in g.members):
                 g.add_reduction(node)
                 owner[id(node.outputs[0])] = g
                 continue
-            if keep_singletons:
-                close_deps(node)
-                g = Group(node.inputs[0]._static_shape)
-                open_groups.append(g)
-                g.add_reduction(node)
-                owner[id(node.outputs[0])] = g
-                continue
+            close_deps(node)
+            g = Group(node.inputs[0]._static_shape)   # a reduction loop of its own
+            open_groups.append(g)
+            g.add_reduction(node)
+            owner[id(node.outputs[0])] = g
+            continue
         close_deps(node)
         items.append(("step", node))
     for g in list(open_groups):
@@ -170,8 +174,9 @@ def _finish(graph, items, keep_singletons):
         if kind == "step":
             result.append((kind, item))
             continue
-        if item.size() == 1 and not keep_singletons:
-            # One op alone: its precompiled eager kernel is as fast, and costs no compile time.
+        if item.size() == 1 and item.members and not keep_singletons:
+            # One elementwise op alone: its precompiled ufunc is as fast, and costs no compile
+            # time (a reduction alone is still faster as a generated loop).
             result.append(("step", (item.members + item.reductions)[0]))
             continue
         outs = []

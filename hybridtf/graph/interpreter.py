@@ -4,6 +4,8 @@ This is the first execution tier: a new trace runs at once, without waiting for 
 """
 import numpy as np
 
+from hybridtf.registry import Spec
+
 
 def _bind_sources(graph, input_arrays, outer_arrays=()):
     values = {}
@@ -18,9 +20,21 @@ def _bind_sources(graph, input_arrays, outer_arrays=()):
     return values
 
 
+def infer_shapes(node, arrays):
+    """Runs the op's shape and dtype rule on the actual inputs: for inputs whose shapes were not
+    fully known when the node was traced (the rule raises the op's error for a mismatch)."""
+    node.op.infer([Spec(a.shape, a.dtype) for a in arrays], node.attrs)
+
+
+def _fully_known(tensors):
+    return all(t._static_shape is not None and None not in t._static_shape for t in tensors)
+
+
 def _run_node(node, values, call_index):
     op = node.op
     arrays = [np.asarray(values[id(t)]) for t in node.inputs]
+    if not _fully_known(node.inputs):
+        infer_shapes(node, arrays)
     attrs = node.attrs
     if op.stateful and attrs is not None:
         if "counter" in attrs:

@@ -1,0 +1,63 @@
+"""Constant folding: the nodes whose values are fixed when a graph is compiled run once, then.
+
+A node folds when it is pure and every input is a captured constant or a folded value, or when
+it reads only its input's static shape (``fill_like``, ``shape``): most of the gradient of a
+mean -- ones, reshapes, broadcasts, the division by the count -- and the zeros of a relu's
+gradient.  Folded values are bound to the driver as constants and, when uniform, inlined into
+the fused loops as literals.
+"""
+import numpy as np
+
+_SHAPE_ONLY = {"fill_like", "shape"}   # ops that read only their input's shape
+MAX_FOLDED_SIZE = 1 << 20              # elements: larger values are computed per call
+
+
+def _known(shape):
+    return shape is not None and all(d is not None for d in shape)
+
+
+def _input_arrays(node, known):
+    if node.op.name in _SHAPE_ONLY:
+        if not all(_known(t._static_shape) and t._static_dtype != object for t in node.inputs):
+            return None
+        # A zero-strided view stands for the input: only its shape and dtype are read.
+        return [np.broadcast_to(np.zeros((), t._static_dtype), t._static_shape)
+                for t in node.inputs]
+    if all(id(t) in known for t in node.inputs):
+        return [np.asarray(known[id(t)]) for t in node.inputs]
+    return None
+
+
+def fold_constants(graph):
+    """(id(tensor) -> array of every folded value, set of the ids of the folded nodes)."""
+    known = {id(placeholder): tensor._value for tensor, placeholder in graph.captures}
+    folded, nodes = {}, set()
+    for node in graph.nodes:
+        op, attrs = node.op, node.attrs
+        if op.stateful or (attrs is not None and ("branches" in attrs or "body" in attrs)):
+            continue
+        arrays = _input_arrays(node, known)
+        if arrays is None:
+            continue
+        try:
+            if op.check_values is not None:
+                op.check_values(arrays, attrs)
+            result = op.eager(arrays, attrs)
+        except Exception:
+            continue   # the same error is raised when the graph runs, in program order
+        outputs = [result] if op.num_outputs == 1 else list(result)
+        outputs = [np.asarray(v) for v in outputs]
+        if any(v.size > MAX_FOLDED_SIZE for v in outputs):
+            continue
+        for tensor, value in zip(node.outputs, outputs):
+            known[id(tensor)] = folded[id(tensor)] = value
+        nodes.add(id(node))
+    return folded, nodes
+
+
+def uniform_value(array):
+    """The single value every element of ``array`` has (to inline it), or None."""
+    if array.size == 0 or array.dtype.kind not in "biuf":
+        return None
+    first = array.reshape(-1)[0]
+    return first if bool(np.all(array == first)) else None
