@@ -1,9 +1,8 @@
 """Constant folding: the nodes whose values are fixed when a graph is compiled run once, then.
 
-A node folds when it is pure and every input is a captured constant or a folded value, or when
-it reads only its input's static shape (``fill_like``, ``shape``): most of the gradient of a
-mean -- ones, reshapes, broadcasts, the division by the count -- and the zeros of a relu's
-gradient.  Folded values are bound to the driver as constants and, when uniform, inlined into
+A node folds when it is pure, not elementwise, and every input is a captured constant or a
+folded value, or when it reads only its input's static shape (``fill_like``, ``shape``): most of
+the gradient of a mean -- ones, reshapes, broadcasts -- and the zeros of a relu's gradient.  Folded values are bound to the driver as constants and, when uniform, inlined into
 the fused loops as literals.
 """
 import numpy as np
@@ -34,7 +33,10 @@ def fold_constants(graph):
     folded, nodes = {}, set()
     for node in graph.nodes:
         op, attrs = node.op, node.attrs
-        if op.stateful or (attrs is not None and ("branches" in attrs or "body" in attrs)):
+        if op.stateful or op.kind == "elementwise" or (
+                attrs is not None and ("branches" in attrs or "body" in attrs)):
+            # Elementwise ops on constants are left to the fused loops, which inline uniform
+            # constants: running their eager ufuncs here would build them in every new process.
             continue
         arrays = _input_arrays(node, known)
         if arrays is None:

@@ -1,7 +1,6 @@
 """Loop kernels: a ``while_loop`` whose condition and body fuse completely runs as one native loop.
 
-The condition and the body are lowered like any graph (``plan.lower`` with every node kept in a
-group), each group is rendered as a fused ``@njit`` function, and one more ``@njit`` function
+The condition and the body are lowered like any graph (``plan.lower``), each group is rendered as a fused ``@njit`` function, and one more ``@njit`` function
 runs the ``while`` itself, calling those group functions once per iteration.  A loop whose parts
 hold anything else (opaque ops, stateful ops, variables, values of unknown shape) is left to the
 eager while-loop kernel, which runs the parts node by node.
@@ -44,7 +43,7 @@ def small_constants(graph):
 def _lowerable(graph):
     if graph.variables or any(node.op.stateful for node in graph.nodes):
         return None
-    the_plan = plan_lib.lower(graph, keep_singletons=True)
+    the_plan = plan_lib.lower(graph)
     if any(kind != "group" for kind, _ in the_plan.items):
         return None
     return the_plan

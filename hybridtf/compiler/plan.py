@@ -98,9 +98,11 @@ class Plan:
         self.items = items
 
 
-def lower(graph, keep_singletons=False, skip=frozenset()):
-    """The plan of ``graph``.  ``keep_singletons`` keeps one-node groups as groups (loop kernels
-    need every node fused); nodes whose ids are in ``skip`` (folded constants) are left out."""
+def lower(graph, skip=frozenset()):
+    """The plan of ``graph``; nodes whose ids are in ``skip`` (folded constants) are left out.
+
+    A node alone is a group too: its generated loop loads from the disk cache in a new process,
+    where building the op's eager ufunc would take a third of a second."""
     items = []
     open_groups = []
     owner = {}   # id(tensor) -> open Group computing it
@@ -153,11 +155,11 @@ def lower(graph, keep_singletons=False, skip=frozenset()):
         items.append(("step", node))
     for g in list(open_groups):
         close(g)
-    return Plan(graph, _finish(graph, items, keep_singletons))
+    return Plan(graph, _finish(graph, items))
 
 
-def _finish(graph, items, keep_singletons):
-    """Decides which group values are written out, and turns trivial groups back into steps."""
+def _finish(graph, items):
+    """Decides which group values are written out."""
     consumers = {}
     for kind, item in items:
         nodes = [item] if kind == "step" else item.members + item.reductions
@@ -173,11 +175,6 @@ def _finish(graph, items, keep_singletons):
     for kind, item in items:
         if kind == "step":
             result.append((kind, item))
-            continue
-        if item.size() == 1 and item.members and not keep_singletons:
-            # One elementwise op alone: its precompiled ufunc is as fast, and costs no compile
-            # time (a reduction alone is still faster as a generated loop).
-            result.append(("step", (item.members + item.reductions)[0]))
             continue
         outs = []
         for node in item.members + item.reductions:
