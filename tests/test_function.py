@@ -493,3 +493,17 @@ def test_unneeded_nodes_are_pruned_from_the_graph():
 
     graph = step.get_concrete_function(tf.ones([2, 4])).graph
     assert [n.op.name for n in graph.nodes].count("matmul") == 2
+
+
+def test_gradient_of_a_call_with_random_ops_uses_the_forward_draws():
+    f = tf.function(lambda x: tf.nn.dropout(x, 0.5, seed=1) * x)
+    x = tf.constant(np.arange(1, 9, dtype=np.float64))
+    masks = []
+    for _ in range(4):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = f(x)
+        kept = y.numpy() != 0
+        masks.append(tuple(kept))
+        np.testing.assert_allclose(tape.gradient(y, x).numpy(), np.where(kept, 4 * x.numpy(), 0))
+    assert len(set(masks)) > 1   # each call draws a new mask

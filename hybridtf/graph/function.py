@@ -154,7 +154,9 @@ class ConcreteFunction:
         flat = _flatten_tensor_args(bound, self._arg_template)
         return self.call_flat(flat)
 
-    def call_flat(self, flat_args):
+    def call_flat(self, flat_args, call_index=None):
+        """Calls the graph on its flattened tensor inputs.  ``call_index`` (internal) replays
+        the random draws of an earlier call: a backward pass recomputing its forward pass."""
         tensors = []
         for i, (value, spec) in enumerate(zip(flat_args, self._input_specs)):
             tensor = _as_input_tensor(value, spec, self.name, i)
@@ -165,12 +167,13 @@ class ConcreteFunction:
         graph = func_graph.current()
         if graph is not None or any(type(t) is not Tensor for t in tensors):
             return self._inline(tensors)
-        return self._run_eagerly(tensors)
+        return self._run_eagerly(tensors, call_index)
 
-    def _run_eagerly(self, tensors):
-        with self._lock:
-            call_index = self._calls
-            self._calls += 1
+    def _run_eagerly(self, tensors, call_index=None):
+        if call_index is None:
+            with self._lock:
+                call_index = self._calls
+                self._calls += 1
         arrays = [t._value for t in tensors]
         if tape_lib.STATE.active:
             return self._run_recorded(tensors, arrays, call_index)
@@ -195,7 +198,7 @@ class ConcreteFunction:
         float_inputs = list(tensors) + reads
 
         def backward(record, grads):
-            return self._backward_function()(float_inputs, grads, record.outputs)
+            return self._backward_function()(float_inputs, grads, record.outputs, call_index)
 
         tape_lib.record(None, tuple(float_inputs), tuple(outputs), None, backward)
         return self._pack(outputs)
@@ -219,9 +222,14 @@ class ConcreteFunction:
 
             traced = function(gradients, name=f"{self.name}_backward")
 
-            def call(float_inputs, grads, outputs):
+            def call(float_inputs, grads, outputs, call_index):
                 grads = [g if g is not None else _zeros_for(y) for g, y in zip(grads, outputs)]
-                return traced(list(float_inputs[:n_inputs]), grads)
+                inputs = list(float_inputs[:n_inputs])
+                if func_graph.current() is not None:
+                    return traced(inputs, grads)
+                # The forward pass is recomputed with the forward call's random draws.
+                concrete = traced.get_concrete_function(inputs, grads)
+                return concrete.call_flat(inputs + grads, call_index=call_index)
             self._backward = call
         return self._backward
 
@@ -478,7 +486,8 @@ class Function:
         converted = dict(bound.arguments)
         for name, value, spec in zip(names, given, self._input_signature):
             converted[name] = nest.map_structure(
-                lambda leaf, s: as_tensor(leaf) if isinstance(leaf, Tensor) or
+                lambda leaf, s: leaf if isinstance(leaf, TensorSpec) else
+                as_tensor(leaf) if isinstance(leaf, Tensor) or
                 getattr(leaf, "_is_variable", False) else
                 as_tensor(np.asarray(leaf, dtype=s.dtype.as_numpy_dtype)), value, spec)
         bound.arguments.update(converted)
@@ -641,7 +650,7 @@ def _with_specs(bound, specs):
 
 
 def _compatible(value, spec):
-    if isinstance(value, Tensor) or getattr(value, "_is_variable", False):
+    if isinstance(value, (Tensor, TensorSpec)) or getattr(value, "_is_variable", False):
         return value.dtype is spec.dtype and spec.shape.is_compatible_with(value.shape)
     try:
         array = np.asarray(value)
