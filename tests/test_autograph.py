@@ -631,17 +631,50 @@ def test_generators_are_not_converted():
 
 
 @needs_primitives
-def test_return_inside_tensor_loop_is_a_clear_error():
+def test_return_inside_tensor_loops():
     @tf.function
-    def f(n):
+    def first_above(n):
         for i in tf.range(n):
             if i > 2:
-                return i
+                return i * 10
         return n
-    with pytest.raises(NotImplementedError, match="return"):
-        f(tf.constant(5))
-    # eagerly (to_graph on eager tensors) it is ordinary Python
-    assert int(tf.autograph.to_graph(f.python_function)(tf.constant(5))) == 3
+
+    @tf.function
+    def doubling(x, n):
+        i = 0
+        while i < n:
+            i += 1
+            if tf.reduce_sum(x) > 100.0:
+                return x, i
+            x = x * 2.0
+        return -x, i
+
+    @tf.function
+    def first_over(x):
+        for v in [1.0, 2.0, 3.0]:   # unrolled, with a return under a tensor condition
+            if x < v:
+                return v
+        return 0.0
+
+    assert int(first_above(tf.constant(10))) == 30 and int(first_above(tf.constant(2))) == 2
+    x, i = doubling(tf.constant([1.0, 2.0]), tf.constant(10))
+    np.testing.assert_array_equal(x.numpy(), [64.0, 128.0])
+    assert int(i) == 7
+    x, i = doubling(tf.constant([1.0, 2.0]), tf.constant(3))
+    np.testing.assert_array_equal(x.numpy(), [-8.0, -16.0])
+    assert int(i) == 3
+    assert float(first_over(tf.constant(1.5))) == 2.0 and float(first_over(tf.constant(5.0))) == 0
+    assert first_above.experimental_get_tracing_count() == 1
+
+
+@needs_primitives
+def test_return_on_only_some_paths_is_a_clear_error():
+    @tf.function
+    def f(x):
+        if x > 0:
+            return x
+    with pytest.raises(ValueError, match="must be matched by a return"):
+        f(tf.constant(1.0))
 
 
 @needs_primitives

@@ -10,6 +10,7 @@ The converted code passes state explicitly: a branch / loop body is a function t
 current values of the variables the statement modifies and returning their new values.
 """
 import builtins
+import threading
 
 import numpy as np
 
@@ -148,14 +149,23 @@ def _graph_if(cond, body, orelse, init, names, body_assigns, orelse_assigns):
     n = len(names)
     outputs = list(names)
     initial = dict(zip(names, init[:n]))
+    returns_placeholder = {}
     for name in names:
         if not isinstance(initial[name], Undefined):
             continue
         in_body, in_else = name in body_assigns, name in orelse_assigns
-        if name == "retval_" and in_body != in_else:
+        if name == "retval_" and in_body != in_else and not _LOOP.depth:
             raise ValueError(
                 "A return statement inside an `if` on a tensor must be matched by a return in the "
                 "other branch (or after the if): the function must return a value on every path.")
+        if name == "retval_" and in_body != in_else:
+            # A return in one branch of an `if` in a loop body (elsewhere the code after the `if`
+            # became its else): the other branch carries a placeholder, never read since
+            # `do_return` stays False there.
+            returning = body if in_body else orelse
+            discovered = _trace_scratch(lambda: _tuple(returning(*init), n)[names.index(name)])
+            returns_placeholder[name] = discovered
+            continue
         if in_body and not in_else:
             raise ValueError(f"'{name}' must also be initialized in the else branch: it is "
                              "assigned only in the if branch of an `if` on a tensor, and used "
@@ -172,6 +182,9 @@ def _graph_if(cond, body, orelse, init, names, body_assigns, orelse_assigns):
         def branch():
             values = _tuple(fn(*init), n)
             picked = tuple(values[i] for i in keep)
+            picked = tuple(_zeros_like_spec(returns_placeholder[name])
+                           if isinstance(value, Undefined) and name in returns_placeholder
+                           else value for name, value in zip(outputs, picked))
             for name, value in zip(outputs, picked):
                 if isinstance(value, Undefined):
                     raise ValueError(f"'{name}' must be initialized in the {which} branch of an "
@@ -200,6 +213,7 @@ def while_stmt(test, body, init, names, exposed=()):
     """``while test(*vars): vars = body(*vars)``.  ``names`` are the loop-carried variables;
     ``exposed`` those read before being assigned in an iteration.  Runs in Python until the test
     is symbolic, then continues as a ``control_flow_ops.while_loop``."""
+    body = _in_loop(body)
     state = tuple(init)
     while True:
         t = test(*state)
@@ -212,13 +226,88 @@ def while_stmt(test, body, init, names, exposed=()):
         state = _tuple(body(*state), len(names))
 
 
+class _LoopDepth(threading.local):
+    depth = 0
+
+
+_LOOP = _LoopDepth()   # > 0 while a loop body is being run or traced
+
+
+def _in_loop(fn):
+    """``fn`` run as a loop body: a ``return`` under a tensor condition may happen in it."""
+    def body(*args):
+        _LOOP.depth += 1
+        try:
+            return fn(*args)
+        finally:
+            _LOOP.depth -= 1
+    return body
+
+
+def _trace_scratch(fn):
+    """What ``fn`` returns when traced in a scratch graph that is then dropped: the structure,
+    dtypes and shapes of a value before the graph that computes it exists."""
+    from hybridtf.graph import func_graph
+    _, result = _cf()._trace_branch(func_graph.current(), fn, "discovery")
+    return result
+
+
+def _zeros_like_spec(value):
+    """Zeros with the structure, dtypes and static shapes of ``value`` (from ``_trace_scratch``)."""
+    from hybridtf.api import array_ops
+
+    def zeros(leaf):
+        if _is_tensor(leaf):
+            shape = leaf._shape_tuple
+            if shape is None or None in shape:
+                raise ValueError(
+                    "A `return` inside a loop on a tensor returns a value whose shape "
+                    f"({leaf.shape}) is not fully known while tracing; assign the result to a "
+                    "variable defined before the loop, `break`, and return it after the loop.")
+            return array_ops.zeros(shape, leaf.dtype)
+        if isinstance(leaf, (bool, int, float, np.generic)):
+            return type(leaf)(0)
+        if leaf is None or isinstance(leaf, Undefined):
+            return leaf
+        raise ValueError(f"A `return` inside a loop on a tensor returns {leaf!r}; only tensors "
+                         "and numbers (or nests of them) can leave a tf.while_loop.")
+    from hybridtf.framework import nest
+    return nest.map_structure(zeros, value)
+
+
+def _symbolic_like(value):
+    """A placeholder of the graph being built, standing for a loop value as the loop body sees
+    it (numbers become tensors); other values are returned as they are."""
+    from hybridtf.eager.execute import as_tensor
+    from hybridtf.graph import func_graph
+    if isinstance(value, Undefined) or not (
+            _is_tensor(value) or isinstance(value, (bool, int, float, np.generic, np.ndarray))):
+        return value
+    tensor = as_tensor(value)
+    return func_graph.current().placeholder(tensor._shape_tuple, tensor.dtype.as_numpy_dtype,
+                                            "discovery")
+
+
+def _with_return_placeholder(state, names, run_body):
+    """``retval_`` is undefined when a tensor loop starts: it enters the loop as zeros shaped
+    like what the body returns (found by tracing the body once on placeholders), as TF does."""
+    if "retval_" not in names:
+        return state
+    index = names.index("retval_")
+    if not isinstance(state[index], Undefined):
+        return state
+    discovered = _trace_scratch(
+        lambda: run_body(tuple(_symbolic_like(v) for v in state))[index])
+    if isinstance(discovered, Undefined):
+        return state
+    return state[:index] + (_zeros_like_spec(discovered),) + state[index + 1:]
+
+
 def _check_loop_vars(state, names, exposed):
     for name, value in zip(names, state):
         if isinstance(value, Undefined):
             if name == "retval_":
-                raise NotImplementedError(
-                    "`return` inside a loop over a tensor (a tf.while_loop) is not supported; "
-                    "assign the result to a variable, `break`, and return after the loop.")
+                continue   # never returned from inside the loop: stays undefined after it
             if name in exposed:
                 raise ValueError(f"'{name}' is used before assignment in the loop: a loop on a "
                                  "tensor needs it defined before the loop.")
@@ -234,8 +323,9 @@ def _loop_error(err, names):
 
 
 def _graph_while(test, body, state, names, exposed):
-    _check_loop_vars(state, names, exposed)
     n = len(names)
+    state = _with_return_placeholder(state, names, lambda s: _tuple(body(*s), n))
+    _check_loop_vars(state, names, exposed)
     try:
         return tuple(_cf().while_loop(lambda *v: test(*v),
                                       lambda *v: tuple(_tuple(body(*v), n)), tuple(state)))
@@ -284,6 +374,7 @@ def for_stmt(iterable, extra_test, body, init, names, exposed=()):
     while_loop over an int32 index; anything else (lists, Python ranges, eager tensors,
     datasets) is iterated in Python."""
     n = len(names)
+    body = _in_loop(body)
     if isinstance(iterable, _Range) or is_symbolic(iterable):
         return _graph_for(iterable, extra_test, body, tuple(init), names, exposed)
     state = tuple(init)
@@ -317,7 +408,6 @@ def _guarded_iteration(keep_going, body, item, state, n, names):
 def _graph_for(iterable, extra_test, body, state, names, exposed):
     from hybridtf.api import array_ops, math_ops
     from hybridtf.framework.constant_op import constant
-    _check_loop_vars(state, names, exposed)
     n = len(names)
     if isinstance(iterable, _Range):
         dtype = iterable.dtype
@@ -364,6 +454,9 @@ def _graph_for(iterable, extra_test, body, state, names, exposed):
         def advance(i):
             return i + 1
         first = constant(0, dtype="int32")
+    state = _with_return_placeholder(
+        state, names, lambda s: _tuple(body(element(_symbolic_like(first)), *s), n))
+    _check_loop_vars(state, names, exposed)
 
     def loop_test(i, *v):
         ok = in_range(i)
