@@ -1,0 +1,134 @@
+"""Files of named arrays with a JSON manifest: NumPy's ``.npz`` container, written atomically.
+
+Weight files and a SavedModel's variables and constants use this one format.  The manifest (a
+JSON object stored as bytes under ``MANIFEST_KEY``) names the format and its version, so that a
+foreign ``.npz``, an HDF5 file or random bytes are recognised and rejected with a clear message.
+Arrays are never pickled: object arrays are refused when writing and ``allow_pickle=False`` when
+reading.
+"""
+import json
+import os
+import uuid
+import zipfile
+import zlib
+
+import numpy as np
+
+MANIFEST_KEY = "__manifest__"
+
+_ZIP_MAGIC = b"PK\x03\x04"
+_HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
+
+
+class UnreadableFileError(ValueError):
+    """A file exists but is not a readable file of the expected kind (truncated, corrupted,
+    or written by something else)."""
+
+    def __init__(self, path, message):
+        super().__init__(message)
+        self.path = path
+
+
+def write_atomically(path, write):
+    """Calls ``write(file_object)`` on a temporary file next to ``path``, then moves it onto
+    ``path`` with ``os.replace``: readers see the old file or the new one, never half of one.
+    Parent directories are created as needed."""
+    path = os.fspath(path)
+    parent = os.path.dirname(os.path.abspath(path))
+    os.makedirs(parent, exist_ok=True)
+    temporary = os.path.join(parent, f".{os.path.basename(path)}.{uuid.uuid4().hex[:12]}.tmp")
+    # os.open with mode 0o666 (not mkstemp's 0o600) so the file gets the usual permissions.
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
+                 0o666)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+
+
+def write_arrays(path, manifest, arrays):
+    """Writes ``arrays`` (name -> ndarray) and the ``manifest`` dict to ``path`` atomically."""
+    payload = {}
+    for name, array in arrays.items():
+        array = np.asarray(array)
+        if array.dtype.hasobject:
+            raise TypeError(f"Cannot write array {name!r} of dtype {array.dtype} to {path!r}: "
+                            "only numeric and boolean arrays can be saved.")
+        payload[name] = array
+    text = json.dumps(manifest, sort_keys=True).encode("utf-8")
+    payload[MANIFEST_KEY] = np.frombuffer(text, dtype=np.uint8)
+    write_atomically(path, lambda f: np.savez(f, **payload))
+
+
+def read_arrays(path, what, expected_format, max_version):
+    """Reads a file written by ``write_arrays``; returns ``(manifest, {name: ndarray})``.
+
+    ``what`` names the file in errors ("weights file").  Raises FileNotFoundError /
+    IsADirectoryError for a missing path and ``UnreadableFileError`` (a ValueError) for a file
+    that is truncated, corrupted, foreign, or of another format or a newer version.
+    """
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"Cannot read the {what} {path!r}: it is a directory.")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"The {what} {path!r} does not exist.")
+    with open(path, "rb") as f:
+        head = f.read(8)
+        if not head.startswith(_ZIP_MAGIC):
+            raise UnreadableFileError(path, f"The {what} {path!r} is not a hybridtf "
+                                      f"{expected_format} file: {_describe_foreign(head)}.")
+        f.seek(0)
+        try:
+            with np.load(f, allow_pickle=False) as archive:
+                names = list(archive.files)
+                if MANIFEST_KEY not in names:
+                    raise UnreadableFileError(
+                        path, f"The {what} {path!r} is a zip/.npz archive but was not written by "
+                        f"hybridtf (it has no {MANIFEST_KEY!r} entry).")
+                arrays = {name: archive[name] for name in names}
+        except UnreadableFileError:
+            raise
+        except (zipfile.BadZipFile, zlib.error, ValueError, OSError, EOFError, KeyError,
+                RuntimeError) as err:
+            raise UnreadableFileError(path, f"The {what} {path!r} is truncated or corrupted "
+                                      f"and cannot be read ({type(err).__name__}: {err}).") \
+                from None
+    manifest = _parse_manifest(path, what, arrays.pop(MANIFEST_KEY))
+    found = manifest.get("format")
+    if found != expected_format:
+        raise UnreadableFileError(path, f"The {what} {path!r} holds a {found!r} file, not a "
+                                  f"{expected_format!r} file.")
+    version = manifest.get("version")
+    if not isinstance(version, int) or version > max_version:
+        raise UnreadableFileError(path, f"The {what} {path!r} has format version {version!r}; "
+                                  f"this hybridtf reads versions up to {max_version}. Upgrade "
+                                  "hybridtf to read it.")
+    return manifest, arrays
+
+
+def _parse_manifest(path, what, array):
+    try:
+        manifest = json.loads(np.asarray(array, dtype=np.uint8).tobytes().decode("utf-8"))
+    except (ValueError, UnicodeDecodeError, TypeError):
+        manifest = None
+    if not isinstance(manifest, dict):
+        raise UnreadableFileError(path, f"The {what} {path!r} has an unreadable manifest; the "
+                                  "file is corrupted or was not written by hybridtf.")
+    return manifest
+
+
+def _describe_foreign(head):
+    if head.startswith(_HDF5_MAGIC):
+        return ("it is an HDF5 file (as Keras writes for '.h5' names); hybridtf reads only "
+                "files it wrote itself")
+    if not head:
+        return "it is empty"
+    return f"it starts with bytes {head[:8]!r}, not a zip/.npz archive"
