@@ -529,17 +529,57 @@ def test_nested_function_definitions_are_converted():
 
 
 @needs_primitives
-def test_called_functions_are_not_converted():
+def test_called_functions_are_converted_while_tracing():
     def helper(v):
-        if v > 0:          # a symbolic tensor as a Python bool: not converted
+        if v > 0:
             return v
         return -v
 
+    def accumulate(x, n):
+        total = tf.zeros_like(x)
+        for _ in tf.range(n):
+            total += helper(x)
+        return total
+
+    class Scaler:
+        def scale(self, x):
+            if tf.reduce_sum(x) > 0:
+                x = x * 2.0
+            return x
+
+    scaler = Scaler()
+
     @tf.function
-    def f(x):
+    def f(x, n):
+        return accumulate(x, n), scaler.scale(x), max(1, 2), [abs(v) for v in (1, -2)]
+
+    total, scaled, biggest, absolutes = f(tf.constant(-1.5), tf.constant(3))
+    assert float(total) == 4.5 and float(scaled) == -1.5
+    assert biggest == 2 and absolutes == [1, 2]
+    total, scaled, _, _ = f(tf.constant(2.0), tf.constant(2))
+    assert float(total) == 4.0 and float(scaled) == 4.0
+    assert f.experimental_get_tracing_count() == 1
+    assert "ag__.converted_call(accumulate, (x, n), {})" in tf.autograph.to_code(f)
+
+    @tf.function(autograph=False)
+    def unconverted(x):
         return helper(x)
     with pytest.raises(TypeError):
-        f(tf.constant(1))
+        unconverted(tf.constant(1))
+
+
+def test_keras_style_call_is_converted_in_context():
+    def call(x):
+        if x > 0:
+            return x
+        return -x
+
+    def layer_like(x):   # framework code calling a user's `call`, as a Keras layer does
+        return autograph.convert_in_context(call)(x)
+
+    assert float(tf.function(lambda x: layer_like(x))(tf.constant(-2.0))) == 2.0
+    with pytest.raises(TypeError):
+        tf.function(lambda x: layer_like(x), autograph=False)(tf.constant(-2.0))
 
 
 def test_lambda_and_builtins_fall_back_silently():

@@ -3,12 +3,13 @@
 ``tf.function`` (with ``autograph=True``, the default) traces the converted function.
 ``to_code(f)`` shows the conversion, ``to_graph(f)`` returns the converted function.
 
-Only the function itself (and functions defined inside it) are converted; functions it calls
-are run as they are, so control flow on tensors inside them must use ``tf.cond`` /
-``tf.while_loop`` directly.
+The functions it calls are converted too, while it is being traced (``converted_call``),
+except those of hybridtf itself, its dependencies and the standard library; a Keras layer's
+``call`` is converted when the layer is called inside such a trace (``convert_in_context``).
 """
 from hybridtf.autograph import operators  # noqa: F401
 from hybridtf.autograph.converter import ConversionError, convert  # noqa: F401
+from hybridtf.autograph.operators import convert_in_context  # noqa: F401
 from hybridtf.autograph.converter import to_code as _to_code
 
 
@@ -23,4 +24,5 @@ def to_code(entity, recursive=True, experimental_optional_features=None):
     return _to_code(entity)
 
 
-__all__ = ["to_code", "to_graph", "convert", "ConversionError", "operators"]
+__all__ = ["to_code", "to_graph", "convert", "convert_in_context", "ConversionError",
+           "operators"]

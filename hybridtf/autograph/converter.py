@@ -16,7 +16,9 @@ Pipeline, per function (the decorated one and each ``def`` nested in it):
    ``(x, y) = ag__.if_stmt(test, if_true, if_false, ag__.ld(locals(), names), ...)``; loops
    become ``ag__.while_stmt`` / ``ag__.for_stmt`` over their loop-carried variables.
 
-Calls of other functions are left as they are (they are not converted).
+Before that, every call ``f(*args, **kwargs)`` in the function becomes
+``ag__.converted_call(f, (*args,), {**kwargs})``, so that user functions it calls are converted
+too when they run while tracing (see ``operators.converted_call``).
 """
 import ast
 import collections
@@ -448,7 +450,40 @@ class _ControlFlowTransformer(ast.NodeTransformer):
         return out
 
 
+# Calls that must stay direct: they read or change the calling frame.
+_FRAME_BUILTINS = {"super", "locals", "globals", "vars", "eval", "exec", "dir"}
+
+
+class _CallConverter(ast.NodeTransformer):
+    """``f(a, *b, k=c, **d)`` -> ``ag__.converted_call(f, (a, *b), {'k': c, **d})``."""
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in _FRAME_BUILTINS:
+            return node
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
+                func.value.id == AG:
+            return node
+        args = ast.Tuple(elts=list(node.args), ctx=ast.Load())
+        kwargs = ast.Dict(keys=[_const(k.arg) if k.arg is not None else None
+                                for k in node.keywords],
+                          values=[k.value for k in node.keywords])
+        converted = ast.copy_location(_call(_ag("converted_call"), [func, args, kwargs]), node)
+        converted.original_call = node
+        return converted
+
+    def visit_For(self, node):
+        # ``for x in tf.range(n)`` keeps its call: ``for_stmt`` turns a symbolic range into a
+        # loop counter instead of calling it.
+        self.generic_visit(node)
+        node.iter = getattr(node.iter, "original_call", node.iter)
+        return node
+
+
 def _convert_function_def(fdef, counter, top):
+    if top:
+        fdef.body = [_CallConverter().visit(s) for s in fdef.body]
     fc = _FunctionConverter(counter)
     fc.lower(fdef)
     fc.analyse(fdef)

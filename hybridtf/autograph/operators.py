@@ -10,7 +10,14 @@ The converted code passes state explicitly: a branch / loop body is a function t
 current values of the variables the statement modifies and returning their new values.
 """
 import builtins
+import contextlib
+import functools
+import inspect
+import sys
 import threading
+import types
+import warnings
+import weakref
 
 import numpy as np
 
@@ -473,3 +480,86 @@ def _graph_for(iterable, extra_test, body, state, names, exposed):
     except Exception as err:  # noqa: BLE001 - re-raised with the variables' names
         raise _loop_error(err, names)
     return tuple(final[1:])
+
+
+# ---- calls -----------------------------------------------------------------------------------------
+# Modules whose functions are never converted: the framework itself, its dependencies and the
+# standard library (their code has no control flow on a user's tensors).
+_UNCONVERTED_MODULES = ("hybridtf", "ops", "numpy", "numba", "scipy", "tqdm", "llvmlite")
+_CONVERTED = weakref.WeakKeyDictionary()   # function -> its converted function (or itself)
+
+
+def _is_user_function(fn):
+    if not isinstance(fn, types.FunctionType):
+        return False
+    module = (getattr(fn, "__module__", None) or "").split(".")[0]
+    if module in _UNCONVERTED_MODULES or module in sys.stdlib_module_names:
+        return False
+    code = fn.__code__
+    if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
+        return False
+    return not code.co_filename.startswith("<autograph")
+
+
+def _converted_function(fn):
+    found = _CONVERTED.get(fn)
+    if found is None:
+        from hybridtf.autograph import converter
+        try:
+            found = converter.convert(fn)
+        except converter.ConversionError:
+            found = fn          # no source (e.g. defined in a console): run it as it is
+        except Exception as err:  # noqa: BLE001 - conversion is never fatal
+            warnings.warn(f"AutoGraph could not convert {fn.__qualname__}; running it "
+                          f"unconverted ({type(err).__name__}: {err}).", stacklevel=4)
+            found = fn
+        _CONVERTED[fn] = found
+    return found
+
+
+def maybe_convert(fn):
+    """``fn`` as it should run inside converted code: a user function (or bound method) is
+    converted, so that its Python control flow on tensors becomes graph control flow;
+    framework and library functions, builtins and classes run as they are."""
+    if isinstance(fn, types.MethodType) and _is_user_function(fn.__func__):
+        return types.MethodType(_converted_function(fn.__func__), fn.__self__)
+    if _is_user_function(fn):
+        return _converted_function(fn)
+    if isinstance(fn, functools.partial) and _is_user_function(fn.func):
+        return functools.partial(_converted_function(fn.func), *fn.args, **fn.keywords)
+    return fn
+
+
+class _Status(threading.local):
+    enabled = False
+
+
+_STATUS = _Status()   # True while a function with autograph on is being traced
+
+
+@contextlib.contextmanager
+def status(enabled):
+    """Marks the trace of a function with autograph on (or off) for the code it calls."""
+    saved, _STATUS.enabled = _STATUS.enabled, bool(enabled)
+    try:
+        yield
+    finally:
+        _STATUS.enabled = saved
+
+
+def convert_in_context(fn):
+    """``fn`` converted when a function with autograph on is being traced (how a Keras layer
+    runs its ``call``), else ``fn`` itself."""
+    from hybridtf.graph import func_graph
+    if _STATUS.enabled and func_graph.tracing_graphs():
+        return maybe_convert(fn)
+    return fn
+
+
+def converted_call(fn, args, kwargs):
+    """A call in converted code: while a function is being traced, the user functions it calls
+    are converted too (TF's recursive conversion); otherwise ``fn(*args, **kwargs)``."""
+    from hybridtf.graph import func_graph
+    if func_graph.tracing_graphs():
+        fn = maybe_convert(fn)
+    return fn(*args, **kwargs)

@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 
+from hybridtf.autograph import operators as autograph_operators
 from hybridtf.eager import tape as tape_lib
 from hybridtf.eager.execute import as_tensor
 from hybridtf.framework import dtypes, nest
@@ -599,7 +600,8 @@ class Function:
         sym_bound = inspect.BoundArguments(bound.signature, _ordered(bound, symbolic_args))
         template = inspect.BoundArguments(bound.signature, _ordered(bound, template_args))
         with tape_lib.stop_recording(), func_graph.building(graph):
-            result = self._traced_function()(*sym_bound.args, **sym_bound.kwargs)
+            with autograph_operators.status(self._autograph):
+                result = self._traced_function()(*sym_bound.args, **sym_bound.kwargs)
             flat_out = nest.flatten(result)
             leaves = []
             outputs = []
