@@ -2,3 +2,5 @@
 from hybridtf.keras import (  # noqa: F401
     activations, backend, callbacks, datasets, initializers, layers, losses, metrics, models,
     optimizers)
+from hybridtf.keras.layers import Input  # noqa: F401
+from hybridtf.keras.models import Model, Sequential  # noqa: F401

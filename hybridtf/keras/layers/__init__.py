@@ -1,1 +1,39 @@
-"""(in progress)"""
+"""``tf.keras.layers``: the Layer base class and the built-in layers."""
+from hybridtf.keras.layers.base_layer import Layer  # noqa: F401
+from hybridtf.keras.layers.convolutional import Conv2D, Convolution2D  # noqa: F401
+from hybridtf.keras.layers.core import Activation, Dense, Dropout, Lambda  # noqa: F401
+from hybridtf.keras.layers.embedding import Embedding  # noqa: F401
+from hybridtf.keras.layers.input_layer import Input, InputLayer  # noqa: F401
+from hybridtf.keras.layers.input_spec import InputSpec  # noqa: F401
+from hybridtf.keras.layers.merging import (  # noqa: F401
+    Add, Average, Concatenate, Maximum, Minimum, Multiply, Subtract, add, average, concatenate,
+    maximum, minimum, multiply, subtract)
+from hybridtf.keras.layers.normalization import BatchNormalization  # noqa: F401
+from hybridtf.keras.layers.pooling import (  # noqa: F401
+    AveragePooling2D, AvgPool2D, GlobalAveragePooling2D, GlobalAvgPool2D, GlobalMaxPool2D,
+    GlobalMaxPooling2D, MaxPool2D, MaxPooling2D)
+from hybridtf.keras.layers.reshaping import Flatten, Reshape  # noqa: F401
+
+_BUILT_IN = {cls.__name__: cls for cls in (
+    Layer, Conv2D, Activation, Dense, Dropout, Lambda, Embedding, InputLayer, Add, Average,
+    Concatenate, Maximum, Minimum, Multiply, Subtract, BatchNormalization, AveragePooling2D,
+    GlobalAveragePooling2D, GlobalMaxPooling2D, MaxPooling2D, Flatten, Reshape)}
+
+
+def serialize(layer):
+    """``{"class_name": ..., "config": layer.get_config()}``."""
+    return {"class_name": type(layer).__name__, "config": layer.get_config()}
+
+
+def deserialize(config, custom_objects=None):
+    """The layer described by a ``serialize`` dict (custom classes via ``custom_objects``)."""
+    name = config["class_name"]
+    if name in ("Sequential", "Model"):
+        from hybridtf.keras import models
+        cls = getattr(models, name)
+    else:
+        cls = (custom_objects or {}).get(name) or _BUILT_IN.get(name)
+    if cls is None:
+        raise ValueError(f"Unknown layer: {name!r}. Pass custom layer classes in "
+                         f"custom_objects={{'{name}': {name}}}.")
+    return cls.from_config(config["config"])
