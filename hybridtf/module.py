@@ -13,10 +13,14 @@ from hybridtf.framework.name_scope import name_scope as _name_scope
 _VALID_IDENTIFIER = re.compile(r"^[a-zA-Z_]([a-zA-Z0-9_])*$")
 
 
+# An underscore goes before a capital that follows a lowercase letter or digit, or that starts
+# a capitalised word (not at the start).
+_WORD_START = re.compile(r"((?<=[a-z0-9])[A-Z]|(?!^)[A-Z](?=[a-z]))")
+
+
 def camel_to_snake(name):
-    """``"DemoModule"`` -> ``"demo_module"``, ``"MLP2Layer"`` -> ``"mlp2_layer"``."""
-    name = re.sub(r"(.)([A-Z][a-z0-9]+)", r"\1_\2", name)
-    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
+    """``"DemoModule"`` -> ``"demo_module"``, ``"MyMLP2Layer"`` -> ``"my_mlp2_layer"``."""
+    return _WORD_START.sub(r"_\1", name).lower()
 
 
 def _is_variable(obj):
