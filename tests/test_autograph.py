@@ -743,3 +743,24 @@ def test_break_under_a_tensor_condition_in_a_python_loop():
         assert float(traced(tf.constant(limit))) == expected
         assert float(first_over(tf.constant(limit))) == expected
     assert traced.experimental_get_tracing_count() == 1
+
+
+@needs_primitives
+def test_loop_target_keeps_its_last_value_after_a_tensor_loop():
+    @tf.function
+    def last_index(n):
+        total = 0
+        for i in tf.range(n):
+            total += i
+        return total, i
+
+    @tf.function
+    def last_row(m):
+        for row in m:
+            pass
+        return row
+
+    total, i = last_index(tf.constant(5))
+    assert int(total) == 10 and int(i) == 4
+    np.testing.assert_array_equal(last_row(tf.constant([[1.0, 2.0], [3.0, 4.0]])).numpy(),
+                                  [3.0, 4.0])

@@ -444,8 +444,10 @@ class _ControlFlowTransformer(ast.NodeTransformer):
         if isinstance(iterable, ast.Call):
             iterable = ast.Call(func=_ag("iter_call"), args=[iterable.func] + iterable.args,
                                 keywords=iterable.keywords)
+        iterate = node.target.id if isinstance(node.target, ast.Name) else None
         call = _call(_ag("for_stmt"), [iterable, extra_ref, _name(body_name),
-                                       self._ld(loop_vars), _strs(loop_vars), _strs(exposed)])
+                                       self._ld(loop_vars), _strs(loop_vars), _strs(exposed),
+                                       _const(iterate)])
         out.append(self._assign_result(loop_vars, call))
         return out
 

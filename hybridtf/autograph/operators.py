@@ -375,15 +375,16 @@ def iter_call(fn, *args, **kwargs):
     return fn(*args, **kwargs)
 
 
-def for_stmt(iterable, extra_test, body, init, names, exposed=()):
+def for_stmt(iterable, extra_test, body, init, names, exposed=(), iterate=None):
     """``for x in iterable: vars = body(x, *vars)`` (stopping early when ``extra_test(*vars)`` is
     false, e.g. after a ``break``).  A ``_Range`` or symbolic tensor iterable becomes a
     while_loop over an int32 index; anything else (lists, Python ranges, eager tensors,
-    datasets) is iterated in Python."""
+    datasets) is iterated in Python.  ``iterate`` names the loop's target variable, which
+    keeps its last value after a loop on a tensor, as in TF."""
     n = len(names)
     body = _in_loop(body)
     if isinstance(iterable, _Range) or is_symbolic(iterable):
-        return _graph_for(iterable, extra_test, body, tuple(init), names, exposed)
+        return _graph_for(iterable, extra_test, body, tuple(init), names, exposed, iterate)
     state = tuple(init)
     for item in iterable:
         if extra_test is not None:
@@ -412,7 +413,7 @@ def _guarded_iteration(keep_going, body, item, state, n, names):
         raise _loop_error(err, names)
 
 
-def _graph_for(iterable, extra_test, body, state, names, exposed):
+def _graph_for(iterable, extra_test, body, state, names, exposed, iterate=None):
     from hybridtf.api import array_ops, math_ops
     from hybridtf.framework.constant_op import constant
     n = len(names)
@@ -461,6 +462,17 @@ def _graph_for(iterable, extra_test, body, state, names, exposed):
         def advance(i):
             return i + 1
         first = constant(0, dtype="int32")
+    if iterate in names and isinstance(state[names.index(iterate)], Undefined):
+        # The target enters the loop with a value of an element's type (the start of a range,
+        # zeros shaped like a row); each iteration replaces it.
+        position = names.index(iterate)
+        if isinstance(iterable, _Range):
+            entry = first
+        elif iterable.shape.rank and iterable.shape[1:].is_fully_defined():
+            entry = array_ops.zeros(iterable.shape[1:], iterable.dtype)
+        else:
+            entry = array_ops.zeros(array_ops.shape(iterable)[1:], iterable.dtype)
+        state = state[:position] + (entry,) + state[position + 1:]
     state = _with_return_placeholder(
         state, names, lambda s: _tuple(body(element(_symbolic_like(first)), *s), n))
     _check_loop_vars(state, names, exposed)
