@@ -6,6 +6,7 @@ stateful ops run in program order on every call; variables may be created on the
 only.  Graphs currently run through ``interpreter`` (the ops' eager kernels).
 """
 import functools
+import itertools
 import inspect
 import threading
 import warnings
@@ -79,7 +80,7 @@ class ConcreteFunction:
         self._signature = signature
         self._arg_template = arg_template   # bound arguments with tensor leaves as specs
         self._input_specs = input_specs     # one TensorSpec per graph input
-        self._calls = 0
+        self._call_numbers = itertools.count()   # next() is atomic: no lock per call
         self._backward = None
         self._lock = threading.Lock()
         self._run_plan = None       # compiled plan's run(arrays, call_index), built lazily
@@ -172,14 +173,24 @@ class ConcreteFunction:
 
     def _run_eagerly(self, tensors, call_index=None):
         if call_index is None:
-            with self._lock:
-                call_index = self._calls
-                self._calls += 1
+            call_index = next(self._call_numbers)
         arrays = [t._value for t in tensors]
         if tape_lib.STATE.active:
             return self._run_recorded(tensors, arrays, call_index)
-        values = self._compiled_run()(arrays, call_index)
+        run = self._run_plan or self._compiled_run()
+        values = run(arrays, call_index)
+        if self._returns_one_tensor():
+            return Tensor(values[0])   # the common `return tensor`: nothing to pack
         return self._pack([Tensor(v) for v in values])
+
+    def _returns_one_tensor(self):
+        single = self.__dict__.get("_single_tensor_output")
+        if single is None:
+            graph = self.graph
+            single = self._single_tensor_output = (
+                len(graph.output_leaves) == 1 and graph.output_leaves[0] is _TENSOR_OUTPUT
+                and not nest.is_nested(graph.structured_outputs))
+        return single
 
     def _pack(self, flat_outputs):
         return nest.pack_sequence_as(self.graph.structured_outputs, _restore_python_outputs(
