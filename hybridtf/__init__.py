@@ -33,8 +33,9 @@ __version__ = "0.1.0"
 
 
 def executing_eagerly():
-    """True: ops run immediately (inside a traced function this will be False)."""
-    return True
+    """True when ops run immediately; False while a function is being traced."""
+    from hybridtf.graph import func_graph
+    return func_graph.current() is None
 from hybridtf import config  # noqa: F401,E402
 from hybridtf.api.control_flow_ops import cond, while_loop  # noqa: F401,E402
 from hybridtf.api.script_ops import py_function  # noqa: F401,E402

@@ -3,6 +3,7 @@
 ``fit`` always adds a ``History`` (returned, and kept as ``model.history``) and, unless
 ``verbose=0``, a ``ProgbarLogger`` (a tqdm bar per epoch showing the running loss and metrics).
 """
+import inspect
 import math
 import os
 import sys
@@ -15,6 +16,8 @@ from tqdm.auto import tqdm
 __all__ = ["Callback", "CallbackList", "History", "ProgbarLogger", "EarlyStopping",
            "ModelCheckpoint", "LambdaCallback", "LearningRateScheduler", "TerminateOnNaN"]
 
+_WHOLE_RUN_HOOKS = ("on_train_begin", "on_train_end", "on_test_begin", "on_test_end",
+                    "on_predict_begin", "on_predict_end")
 _HOOKS = ("on_train_begin", "on_train_end", "on_epoch_begin", "on_epoch_end",
           "on_train_batch_begin", "on_train_batch_end", "on_test_begin", "on_test_end",
           "on_test_batch_begin", "on_test_batch_end", "on_predict_begin", "on_predict_end",
@@ -85,10 +88,23 @@ class CallbackList:
     def __getattr__(self, hook):
         if hook not in _HOOKS:
             raise AttributeError(hook)
+        takes_index = hook not in _WHOLE_RUN_HOOKS
 
-        def call_all(*args, **kwargs):
-            for callback in self.callbacks:
-                getattr(callback, hook)(*args, **kwargs)
+        def call_all(*args, logs=None):
+            # As Keras: every hook gets its logs positionally, an empty dict when there are
+            # none, so that `LambdaCallback(on_epoch_begin=lambda epoch, logs: ...)` works.
+            if takes_index:
+                if len(args) not in (1, 2):
+                    raise TypeError(f"{hook}() takes (index, logs=None).")
+                index, logs = args[0], (args[1] if len(args) == 2 else logs)
+                for callback in self.callbacks:
+                    getattr(callback, hook)(index, {} if logs is None else logs)
+            else:
+                if len(args) > 1:
+                    raise TypeError(f"{hook}() takes (logs=None).")
+                logs = args[0] if args else logs
+                for callback in self.callbacks:
+                    getattr(callback, hook)({} if logs is None else logs)
         return call_all
 
 
@@ -111,8 +127,15 @@ class History(Callback):
         self.model.history = self
 
 
-def _format_logs(logs):
-    return " - ".join(f"{key}: {value:.4f}" for key, value in logs.items())
+def _format_value(value):
+    if isinstance(value, (float, int, np.floating, np.integer)):
+        return f"{float(value):.4f}"
+    return np.array2string(np.asarray(value), precision=4)
+
+
+def format_logs(logs):
+    """``"loss: 0.1234 - accuracy: 0.5000"``: the logs as Keras prints them."""
+    return " - ".join(f"{key}: {_format_value(value)}" for key, value in (logs or {}).items())
 
 
 class ProgbarLogger(Callback):
@@ -140,19 +163,22 @@ class ProgbarLogger(Callback):
 
     def on_train_batch_end(self, batch, logs=None):
         if self._bar is not None:
-            self._bar.set_postfix({k: f"{v:.4f}" for k, v in (logs or {}).items()},
+            self._bar.set_postfix({k: _format_value(v) for k, v in (logs or {}).items()},
                                   refresh=False)
             self._bar.update(1)
 
     def on_epoch_end(self, epoch, logs=None):
         logs = logs or {}
         if self._bar is not None:
-            self._bar.set_postfix({k: f"{v:.4f}" for k, v in logs.items()}, refresh=False)
+            self._bar.set_postfix({k: _format_value(v) for k, v in logs.items()}, refresh=False)
+            self._bar.refresh()
             self._bar.close()
             self._bar = None
         elif self.verbose == 2:
             seconds = time.perf_counter() - self._started
-            print(f"{seconds:.0f}s - {_format_logs(logs)}", file=self._out())
+            steps = self.params.get("steps")
+            done = f"{steps}/{steps} - " if steps else ""
+            print(f"{done}{seconds:.0f}s - {format_logs(logs)}", file=self._out())
 
     def on_train_end(self, logs=None):
         if self._bar is not None:
@@ -250,6 +276,10 @@ class ModelCheckpoint(Callback):
                  initial_value_threshold=None):
         super().__init__()
         self.filepath = os.fspath(filepath)
+        if not save_weights_only and not self.filepath.endswith((".keras", ".h5", ".hdf5")):
+            raise ValueError(f"ModelCheckpoint: filepath {self.filepath!r} must end in `.keras` "
+                             "(or `.h5`) to save the whole model; pass save_weights_only=True "
+                             "to save only the weights (e.g. to a `.weights.h5` file).")
         self.monitor = monitor
         self.verbose = verbose
         self.save_best_only = save_best_only
@@ -265,7 +295,7 @@ class ModelCheckpoint(Callback):
 
     def _path(self, epoch, logs):
         try:
-            return self.filepath.format(epoch=epoch + 1, **(logs or {}))
+            return self.filepath.format(epoch=epoch + 1, batch=self._batches, **(logs or {}))
         except KeyError as err:
             raise KeyError(f"ModelCheckpoint: filepath {self.filepath!r} names {err}, which is "
                            f"not in the logs (available: {sorted(logs or {})}).") from None
@@ -287,7 +317,8 @@ class ModelCheckpoint(Callback):
                           f"{self.best:.5f}")
                 return
             if self.verbose > 0:
-                previous = "inf" if self.best is None else f"{self.best:.5f}"
+                previous = f"{self.best:.5f}" if self.best is not None else \
+                    "inf" if self.mode == "min" else "-inf"
                 print(f"Epoch {epoch + 1}: {self.monitor} improved from {previous} to "
                       f"{value:.5f}, saving model to {self._path(epoch, logs)}")
             self.best = value
@@ -327,28 +358,52 @@ class LambdaCallback(Callback):
 
 class LearningRateScheduler(Callback):
     """Sets the optimizer's learning rate at the start of each epoch to
-    ``schedule(epoch, current_learning_rate)``."""
+    ``schedule(epoch, current_learning_rate)`` (or ``schedule(epoch)`` for a one-argument
+    schedule, as TF 2 accepts), and records it in the epoch's logs as ``"lr"``."""
 
     def __init__(self, schedule, verbose=0):
         super().__init__()
+        if not callable(schedule):
+            raise TypeError(f"LearningRateScheduler: schedule must be a function (epoch, lr) -> "
+                            f"new learning rate, got {schedule!r}.")
         self.schedule = schedule
         self.verbose = verbose
+        self._takes_rate = _positional_arity(schedule) != 1
 
     def on_epoch_begin(self, epoch, logs=None):
-        optimizer = self.model.optimizer
+        optimizer = getattr(self.model, "optimizer", None)
+        if optimizer is None or not hasattr(optimizer, "learning_rate"):
+            raise ValueError('LearningRateScheduler: the optimizer must have a "learning_rate" '
+                             "attribute (compile the model first).")
         current = float(np.asarray(optimizer.learning_rate))
-        value = self.schedule(epoch, current)
-        value = float(np.asarray(value))
+        value = self.schedule(epoch, current) if self._takes_rate else self.schedule(epoch)
+        try:
+            value = float(np.asarray(value))
+        except (TypeError, ValueError):
+            raise ValueError(f"LearningRateScheduler: the schedule returned {value!r} for epoch "
+                             f"{epoch}; it must return a float.") from None
         if not math.isfinite(value):
             raise ValueError(f"LearningRateScheduler: the schedule returned {value} for epoch "
                              f"{epoch}; it must return a finite float.")
         optimizer.learning_rate = value
         if self.verbose > 0:
-            print(f"Epoch {epoch + 1}: LearningRateScheduler setting learning rate to {value}.")
+            print(f"\nEpoch {epoch + 1}: LearningRateScheduler setting learning rate to {value}.")
 
     def on_epoch_end(self, epoch, logs=None):
         if logs is not None:
-            logs["learning_rate"] = float(np.asarray(self.model.optimizer.learning_rate))
+            logs["lr"] = float(np.asarray(self.model.optimizer.learning_rate))
+
+
+def _positional_arity(fn):
+    """How many positional arguments ``fn`` takes (2 when it takes ``*args`` or cannot be
+    inspected)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return 2
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return 2
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
 
 
 class TerminateOnNaN(Callback):
