@@ -17,6 +17,22 @@ _LOCK = threading.Lock()
 _MODULES = {}
 
 
+def _library_digest():
+    """A hash of the kernel library's sources.  Generated modules call its functions, and
+    Numba's cache only notices changes to the module it compiled: folding this into their
+    names makes a changed library compile fresh modules instead of reusing stale code."""
+    digest = hashlib.sha256()
+    directory = os.path.dirname(os.path.abspath(__file__))
+    for name in sorted(os.listdir(directory)):
+        if name.endswith(".py"):
+            with open(os.path.join(directory, name), "rb") as f:
+                digest.update(name.encode() + b"\0" + f.read())
+    return digest.hexdigest()
+
+
+_LIBRARY_DIGEST = _library_digest()
+
+
 def cache_dir():
     """The directory for generated modules and compiled kernels.
 
@@ -46,10 +62,11 @@ def _write_atomically(path, text):
 def load_source(prefix, source):
     """Import ``source`` as a module stored at ``<cache_dir>/generated/<prefix>_<hash>.py``.
 
-    The same source always maps to the same file and module object, so Numba's on-disk cache
-    (which is keyed by file and function) is reused across processes.
+    The same source (with the same kernel library) always maps to the same file and module
+    object, so Numba's on-disk cache (which is keyed by file and function) is reused across
+    processes.
     """
-    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+    digest = hashlib.sha256((_LIBRARY_DIGEST + source).encode()).hexdigest()[:16]
     name = f"{prefix}_{digest}"
     module = _MODULES.get(name)
     if module is not None:

@@ -133,9 +133,9 @@ def round_half_to_even(x):
 
 @_jit
 def relu(x):
-    if x > 0:
-        return x
-    return 0
+    if x <= 0:
+        return 0
+    return x   # x > 0, or NaN, which propagates as in TF
 
 
 @_jit

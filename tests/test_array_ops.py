@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import hybridtf as tf
+from hybridtf.api import array_ops
 from gradcheck import check_gradients
 
 IAE = tf.errors.InvalidArgumentError
@@ -78,6 +79,32 @@ def test_reshape_gradient(data):
     shape, _, requested = data.draw(reshape_case())
     x = data.draw(_values(shape))
     check_gradients(lambda t: tf.reshape(t, requested), lambda a: a.reshape(requested), [x])
+
+
+@given(data=st.data())
+def test_reshape_like_and_gradients_through_unknown_shapes(data):
+    shape, target, _ = data.draw(reshape_case())
+    x = data.draw(_values(shape))
+    like = np.zeros(target)
+    _check(array_ops.reshape_like(tf.constant(x), tf.constant(like)), x.reshape(target))
+    check_gradients(lambda t: array_ops.reshape_like(t, tf.constant(like)),
+                    lambda a: a.reshape(target), [x])
+
+
+def test_reshape_and_expand_dims_gradients_with_unknown_dimensions():
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.float64)])
+    def f(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.reduce_sum(tf.expand_dims(x, 1) * tf.reshape(x, [-1])[0])
+        return tape.gradient(y, x)
+
+    x = np.arange(1.0, 7.0).reshape(2, 3)
+    expected = np.full_like(x, x[0, 0])
+    expected[0, 0] += x.sum()
+    np.testing.assert_allclose(f(x).numpy(), expected)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="reshape"):
+        array_ops.reshape_like(tf.ones([2, 3]), tf.ones([4]))
 
 
 @st.composite

@@ -750,3 +750,27 @@ def test_dropout_errors():
     with pytest.raises(IAE, match=r"dropout: noise_shape \[2, 4, 2\] must broadcast to x's "
                                   r"shape \[4, 2\]"):
         tf.nn.dropout(tf.ones([4, 2]), 0.5, noise_shape=[2, 4, 2])
+
+
+def test_cross_entropy_gradient_with_an_unknown_batch_size():
+    @tf.function(input_signature=[tf.TensorSpec([None, 3]), tf.TensorSpec([None], tf.int32)])
+    def grad(logits, labels):
+        with tf.GradientTape() as tape:
+            tape.watch(logits)
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+                labels=labels, logits=logits))
+        return tape.gradient(loss, logits)
+
+    for batch in (2, 5):
+        logits = np.random.default_rng(batch).normal(size=(batch, 3)).astype(np.float32)
+        labels = np.arange(batch, dtype=np.int32) % 3
+        probs = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+        expected = (probs - np.eye(3)[labels]) / batch
+        np.testing.assert_allclose(grad(logits, labels).numpy(), expected, rtol=1e-5, atol=1e-7)
+    assert grad.experimental_get_tracing_count() == 1
+
+
+def test_relu_propagates_nan_as_tf_does():
+    with np.errstate(invalid="ignore"):
+        out = tf.nn.relu(tf.constant([np.nan, -1.0, 2.0])).numpy()
+    assert np.isnan(out[0]) and list(out[1:]) == [0.0, 2.0]

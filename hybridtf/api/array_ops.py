@@ -180,8 +180,11 @@ def expand_dims(input, axis, name=None):  # noqa: A002
     x = as_tensor(input)
     dims = list(x._shape_tuple)
     position = checks.axis("expand_dims", axis, len(dims) + 1)
+    if dims.count(None) > 1:
+        # Sizes only known when the graph runs: a new axis by indexing keeps them symbolic.
+        return x[(builtins.slice(None),) * position + (newaxis,)]
     dims.insert(position, 1)
-    return reshape(x, dims)
+    return reshape(x, [-1 if d is None else d for d in dims])
 
 
 def broadcast_to(input, shape, name=None):  # noqa: A002
@@ -386,9 +389,9 @@ def strided_slice(tensor, spec):
     return execute1(AR.STRIDED_SLICE, [as_tensor(tensor)], {"spec": spec})
 
 
-def strided_slice_grad(grad, shape, spec):
-    return execute1(AR.STRIDED_SLICE_GRAD, [as_tensor(grad)],
-                    {"shape": tuple(_shape_list(shape)), "spec": spec})
+def strided_slice_grad(grad, sliced, spec):
+    """The gradient of ``sliced[spec]``: ``grad`` placed into zeros of ``sliced``'s shape."""
+    return execute1(AR.STRIDED_SLICE_GRAD, [as_tensor(grad), as_tensor(sliced)], {"spec": spec})
 
 
 def getitem(tensor, key):
@@ -419,6 +422,16 @@ def slice(input_, begin, size, name=None):  # noqa: A001 - TF's name
 def sum_to_like(grad, x):
     """``grad`` summed over the dimensions broadcasting stretched, to ``x``'s shape."""
     return execute1(AR.SUM_TO_LIKE, [as_tensor(grad), as_tensor(x)], None)
+
+
+def reshape_like(value, x):
+    """``value`` reshaped to ``x``'s shape (known only when the graph runs, perhaps): how the
+    gradient of a reshape goes back to its input."""
+    x = as_tensor(x)
+    shape = x._shape_tuple
+    if shape is not None and shape.count(None) <= 1:
+        return reshape(value, [-1 if d is None else d for d in shape])
+    return execute1(AR.RESHAPE_LIKE, [as_tensor(value), x], None)
 
 
 def broadcast_like(value, x):

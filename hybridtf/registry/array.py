@@ -43,7 +43,7 @@ RESHAPE = _one(
                                                           attrs["shape"])),
     lambda specs, attrs: [Spec(resolve_shape("reshape", specs[0].shape, attrs["shape"]),
                                specs[0].dtype)],
-    lambda record, grads: (A.reshape(grads[0], record.inputs[0].shape),))
+    lambda record, grads: (A.reshape_like(grads[0], record.inputs[0]),))
 
 
 def _perm(op_name, perm, rank):
@@ -362,21 +362,21 @@ def _slice_infer(specs, attrs):
 STRIDED_SLICE = _one(
     "strided_slice", lambda arrays, attrs: checks.contiguous(arrays[0][attrs["spec"]]),
     _slice_infer,
-    lambda record, grads: (A.strided_slice_grad(grads[0], record.inputs[0].shape,
+    lambda record, grads: (A.strided_slice_grad(grads[0], record.inputs[0],
                                                 record.attrs["spec"]),))
 
 
 def _slice_grad_eager(arrays, attrs):
-    g, = arrays
-    out = np.zeros(attrs["shape"], g.dtype)
+    g, x = arrays   # x: the sliced tensor, for its shape (perhaps unknown while tracing)
+    out = np.zeros(x.shape, g.dtype)
     out[attrs["spec"]] = g
     return out
 
 
 STRIDED_SLICE_GRAD = _one(
     "strided_slice_grad", _slice_grad_eager,
-    lambda specs, attrs: [Spec(tuple(attrs["shape"]), specs[0].dtype)],
-    lambda record, grads: (A.strided_slice(grads[0], record.attrs["spec"]),))
+    lambda specs, attrs: [Spec(tuple(specs[1].shape), specs[0].dtype)],
+    lambda record, grads: (A.strided_slice(grads[0], record.attrs["spec"]), None))
 
 
 # ---- ops that traced code needs where eager code reads the value directly ------------------------
@@ -411,6 +411,30 @@ BROADCAST_LIKE = _one(
     lambda arrays, attrs: checks.contiguous(np.broadcast_to(arrays[0], arrays[1].shape)),
     lambda specs, attrs: [Spec(specs[1].shape, specs[0].dtype)],
     lambda record, grads: (A.sum_to_like(grads[0], record.inputs[0]), None))
+
+
+
+def _reshape_like_infer(specs, attrs):
+    value, like = specs
+    known = [d for d in like.shape if d is not None]
+    if value.shape and None not in value.shape and len(known) == len(like.shape) and \
+            int(np.prod(value.shape)) != int(np.prod(known)):
+        checks.fail("reshape", f"cannot reshape a tensor of shape {checks.fmt_shape(value.shape)}"
+                    f" to {checks.fmt_shape(like.shape)}.")
+    return [Spec(like.shape, value.dtype)]
+
+
+def _reshape_like_check(arrays, attrs):
+    value, like = arrays
+    if value.size != like.size:
+        checks.fail("reshape", f"cannot reshape a tensor of shape {list(value.shape)} to "
+                    f"{list(like.shape)}.")
+
+
+RESHAPE_LIKE = _one(
+    "reshape_like", lambda arrays, attrs: arrays[0].reshape(arrays[1].shape),
+    _reshape_like_infer, lambda record, grads: (A.reshape_like(grads[0], record.inputs[0]), None),
+    check_values=_reshape_like_check)
 
 
 def _unreduce_eager(arrays, attrs):
