@@ -411,3 +411,15 @@ def test_save_and_load_weights_delegate_to_saving(monkeypatch):
     model.save_weights("weights.h5", overwrite=False)
     model.load_weights("weights.h5")
     assert calls == [("save", model, "weights.h5", False), ("load", model, "weights.h5")]
+
+
+def test_building_from_input_leaves_no_symbolic_losses():
+    class AddsLoss(tf.keras.layers.Layer):
+        def call(self, x):
+            self.add_loss(tf.reduce_sum(x))
+            return x
+
+    model = tf.keras.Sequential([tf.keras.Input((3,)), AddsLoss()])
+    assert model.losses == []
+    model(tf.ones([2, 3]))
+    assert [float(loss) for loss in model.losses] == [6.0]

@@ -607,6 +607,7 @@ class Layer(Module):
                 autograph_operators.status(True):
             inputs = nest.map_structure(placeholder, as_shape_structure(input_shapes))
             outputs = self(inputs, **kwargs)
+        self._clear_call_losses()   # losses of the scratch graph are not losses of a real call
         return nest.map_structure(lambda t: TensorShape(t.shape), outputs)
 
     def compute_output_shape(self, input_shape):
