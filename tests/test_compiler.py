@@ -321,3 +321,24 @@ def test_a_tensor_read_before_an_update_keeps_its_value():
     np.testing.assert_array_equal(before.numpy(), kept)
     np.testing.assert_array_equal(before_array, kept)
     np.testing.assert_allclose(v.numpy(), kept - 0.5 * (1.0 + 1.9), rtol=1e-6)
+
+
+def test_max_and_min_reductions_join_the_loop_with_nan_and_empty_semantics():
+    def f(x):
+        y = x * 2.0
+        return (tf.reduce_max(y), tf.reduce_min(y, axis=1), tf.reduce_max(y, axis=0,
+                                                                           keepdims=True))
+
+    fn = tf.function(f)
+    x = _rand(4, 5)
+    x[2, 3] = np.nan
+    cf, compiled, reference = _both(fn, tf.constant(x))
+    assert sum(len(g.reductions) for g in _groups(cf)) == 3
+    for c, r in zip(compiled, reference):
+        np.testing.assert_array_equal(c, r)
+    y = x * 2
+    np.testing.assert_array_equal(compiled[1], y.min(axis=1))
+    assert np.isnan(compiled[0])
+    empty = tf.function(lambda x: tf.reduce_max(x * 2.0, axis=0))
+    cf, compiled, reference = _both(empty, tf.constant(np.zeros((0, 3), np.float32)))
+    np.testing.assert_array_equal(compiled[0], reference[0])

@@ -118,3 +118,54 @@ def test_gradient_through_a_compiled_loop():
     expected = [(numeric(x0 + eps * e) - numeric(x0 - eps * e)) / (2 * eps) for e in np.eye(5)]
     np.testing.assert_allclose(float(loss), numeric(x0), rtol=1e-12)
     np.testing.assert_allclose(grad.numpy(), expected, rtol=1e-6)
+
+
+def test_branches_and_loops_nested_in_loops_compile_natively():
+    @tf.function
+    def collatz_steps(n):
+        steps = tf.constant(0)
+        while n != 1:
+            if n % 2 == 0:
+                n = n // 2
+            else:
+                n = 3 * n + 1
+            steps += 1
+        return steps
+
+    @tf.function
+    def nested(x, rows):
+        total = tf.zeros_like(x)
+        for _ in tf.range(rows):
+            y = x
+            while tf.reduce_max(y) > 0.5:
+                y = y * 0.5
+            total += y
+        return total
+
+    cf = collatz_steps.get_concrete_function(tf.constant(27))
+    source = cf.kernel_source
+    assert "def loop_" in source and "def branch_" in source and "if p[()]:" in source
+    assert int(collatz_steps(tf.constant(27))) == 111
+    assert int(collatz_steps(tf.constant(1))) == 0
+    x = tf.constant(np.array([3.0, 0.2, 1.5], np.float32))
+    source = nested.get_concrete_function(x, tf.constant(2)).kernel_source
+    assert source.count("def loop_") == 2
+    expected = x.numpy()
+    while expected.max() > 0.5:
+        expected = expected * 0.5
+    np.testing.assert_allclose(nested(x, tf.constant(2)).numpy(), 2 * expected, rtol=1e-6)
+
+
+def test_a_cond_whose_branches_fuse_is_a_native_branch():
+    w = tf.constant(np.array([1.0, 2.0, 3.0], np.float32))
+
+    @tf.function
+    def f(x, flag):
+        return tf.cond(flag, lambda: x * w + 1.0, lambda: tf.tanh(x) - w)
+
+    x = tf.constant(np.array([0.5, -1.0, 2.0], np.float32))
+    cf, compiled, got, want = _compiled_and_interpreted(f, x, tf.constant(True))
+    assert "def branch_" in compiled.kernel_source
+    np.testing.assert_allclose(got[0], x.numpy() * w.numpy() + 1, rtol=1e-6)
+    np.testing.assert_allclose(f(x, tf.constant(False)).numpy(), np.tanh(x.numpy()) - w.numpy(),
+                               rtol=1e-6)

@@ -63,13 +63,13 @@ def compile_graph(graph, warm_up=True):
 
     kernels = []
     group_kernels = {}  # step index -> Kernel
-    loop_kernels = {}   # step index -> LoopKernel
+    loop_kernels = {}   # step index -> ControlFlowKernel (a native loop or branch)
     for step_index, (kind, item) in enumerate(the_plan.items):
         if kind == "group" and item.outputs:
             kernel = group_kernels[step_index] = render_lib.render(item, constants)
             kernels.append(kernel)
         elif kind == "step":
-            loop = loops_lib.render_while(item)
+            loop = loops_lib.render(item)
             if loop is not None:
                 loop_kernels[step_index] = loop
                 kernels += loop.kernels + [loop.kernel]
@@ -248,19 +248,18 @@ def _updated(graph):
 
 def _warm_up(kernels, module, loops):
     """Compiles each kernel for C-contiguous arguments of its static shapes and dtypes, so that
-    a kernel that fails to compile is found before any step of a call has run.  Loop kernels
-    are compiled from their signature: run on dummy values they might never stop."""
+    a kernel that fails to compile is found before any step of a call has run.  Loop and branch
+    kernels are compiled from their signature (with the kernels they call): run on dummy values
+    a loop might never stop."""
     import numba
 
     done = set()
-    loop_names = set()
     for loop in loops:
-        loop_names.add(loop.kernel.name)
         dummies = [np.zeros(t._static_shape, t._static_dtype) for t in loop.kernel.args]
         signature = tuple(numba.typeof(a) for a in dummies + list(loop.captured))
         getattr(module, loop.kernel.name).compile(signature)
     for kernel in kernels:
-        if kernel.name in loop_names:
+        if kernel.control_flow:
             continue
         key = (kernel.name, tuple((len(t._static_shape), t._static_dtype) for t in kernel.args))
         if key in done:

@@ -1,9 +1,12 @@
-"""Loop kernels: a ``while_loop`` whose condition and body fuse completely runs as one native loop.
+"""Control-flow kernels: a ``while_loop`` or ``cond`` whose parts compile completely runs as one
+native loop or branch.
 
-The condition and the body are lowered like any graph (``plan.lower``), each group is rendered as a fused ``@njit`` function, and one more ``@njit`` function
-runs the ``while`` itself, calling those group functions once per iteration.  A loop whose parts
-hold anything else (opaque ops, stateful ops, variables, values of unknown shape) is left to the
-eager while-loop kernel, which runs the parts node by node.
+Each part (a loop's condition and body, a cond's two branches) is lowered like any graph
+(``plan.lower``); its groups are rendered as fused ``@njit`` functions, and one more ``@njit``
+function runs the ``while`` / ``if`` itself, calling those group functions -- and the kernels of
+control flow nested in the part -- directly.  A node whose parts hold anything else (opaque ops,
+stateful ops, variables, values of unknown shape) is left to its eager kernel, which runs the
+parts node by node.
 """
 import hashlib
 
@@ -16,12 +19,11 @@ from hybridtf.compiler import render as render_lib
 INLINE_SIZE = 1
 
 
-class LoopKernel:
-    """A rendered loop: the group kernels it calls, its own kernel, and what the driver passes.
+class ControlFlowKernel:
+    """A rendered loop or branch: the kernels it calls, its own kernel, what the driver passes.
 
-    The loop kernel takes the node's inputs (loop values, then the enclosing graph's values the
-    parts use) followed by ``captured`` (arrays the parts closed over), and returns the final
-    loop values.
+    The kernel takes the node's inputs followed by ``captured`` (arrays the parts closed over)
+    and returns the node's outputs as a tuple.
     """
 
     def __init__(self, kernels, kernel, captured):
@@ -40,60 +42,98 @@ def small_constants(graph):
     return constants
 
 
-def _lowerable(graph):
-    if graph.variables or any(node.op.stateful for node in graph.nodes):
-        return None
-    the_plan = plan_lib.lower(graph)
-    if any(kind != "group" for kind, _ in the_plan.items):
-        return None
-    return the_plan
+def render(node):
+    """The ``ControlFlowKernel`` of a ``while_loop`` or ``cond`` node, or None."""
+    if node.op.name == "while_loop":
+        return _render_while(node)
+    if node.op.name == "cond":
+        return _render_cond(node)
+    return None
 
 
-def render_while(node):
-    """The ``LoopKernel`` of a ``while_loop`` node, or None when its parts do not all fuse."""
-    if node.op.name != "while_loop":
-        return None
-    attrs = node.attrs
-    cond_graph, body_graph = attrs["cond"], attrs["body"]
-    plans = [_lowerable(cond_graph), _lowerable(body_graph)]
-    if None in plans:
-        return None
-    n_state = attrs["n_state"]
-    n_outer = len(node.inputs) - n_state
-    params = [f"s{i}" for i in range(n_state)] + [f"u{j}" for j in range(n_outer)]
-    captured = []
-    kernels = []
+class _Part:
+    """Renders the statements of one part (a subgraph) inside a kernel being built."""
 
-    def statements(graph, the_plan, outer_map):
+    def __init__(self, kernels, captured):
+        self.kernels = kernels      # group / nested kernels the kernel calls (shared list)
+        self.captured = captured    # arrays passed after the node's inputs (shared list)
+
+    def statements(self, graph, input_names, outer_names):
+        """(source lines, names of the part's outputs), or None if the part does not compile.
+
+        input_names: the kernel's names for the part's inputs; outer_names: for each of its
+        outer inputs (values of the enclosing graph).
+        """
+        if graph.variables or any(node.op.stateful for node in graph.nodes):
+            return None
         names = {}
-        for placeholder, name in zip(graph.inputs, params[:n_state]):
+        for placeholder, name in zip(graph.inputs, input_names):
             names[id(placeholder)] = name
-        for (_, placeholder), position in zip(graph.outer_inputs, outer_map):
-            names[id(placeholder)] = f"u{position}"
+        for (_, placeholder), name in zip(graph.outer_inputs, outer_names):
+            names[id(placeholder)] = name
         for tensor, placeholder in graph.captures:
-            names[id(placeholder)] = f"k{len(captured)}"
-            captured.append(np.asarray(tensor._value))
+            names[id(placeholder)] = f"k{len(self.captured)}"
+            self.captured.append(np.asarray(tensor._value))
         constants = small_constants(graph)
         lines = []
-        for _, group in the_plan.items:
-            if not group.outputs:
-                continue
-            kernel = render_lib.render(group, constants)
-            kernels.append(kernel)
-            args = [names[id(t)] + ("[()]" if scalar else "")
-                    for t, scalar in zip(kernel.args, kernel.scalar_args)]
+        for kind, item in plan_lib.lower(graph).items:
+            if kind == "group":
+                if not item.outputs:
+                    continue
+                kernel = render_lib.render(item, constants)
+                args = [names[id(t)] + ("[()]" if scalar else "")
+                        for t, scalar in zip(kernel.args, kernel.scalar_args)]
+                outputs = kernel.outputs
+            else:
+                nested = render(item)
+                if nested is None:
+                    return None
+                self.kernels.extend(nested.kernels)
+                kernel = nested.kernel
+                args = [names[id(t)] for t in item.inputs]
+                for array in nested.captured:
+                    args.append(f"k{len(self.captured)}")
+                    self.captured.append(array)
+                outputs = list(item.outputs)
+            self.kernels.append(kernel)
             outs = []
-            for t in kernel.outputs:
+            for t in outputs:
                 names[id(t)] = f"t{len(names)}"
                 outs.append(names[id(t)])
-            target = outs[0] if len(outs) == 1 else "".join(o + ", " for o in outs)
-            lines.append(f"{target} = {kernel.name}({', '.join(args)})")
+            call = f"{kernel.name}({', '.join(args)})"
+            if kind == "group" and len(outs) == 1:
+                lines.append(f"{outs[0]} = {call}")
+            else:
+                lines.append(f"{''.join(o + ', ' for o in outs)}= {call}")
         return lines, [names[id(t)] for t in graph.outputs]
 
-    cond_lines, (test,) = statements(cond_graph, plans[0], attrs["cond_map"])
-    body_lines, new_state = statements(body_graph, plans[1], attrs["body_map"])
-    params += [f"k{n}" for n in range(len(captured))]
 
+def _kernel(prefix, params, lines, node, kernels, captured):
+    params = params + [f"k{n}" for n in range(len(captured))]
+    text = "\n".join(lines)
+    signature = ", ".join(params)
+    digest = hashlib.sha256((signature + "\n" + text).encode()).hexdigest()[:12]
+    name = f"{prefix}_{digest}"
+    source = f"{render_lib.DECORATOR.format(extra='')}\ndef {name}({signature}):\n{text}\n"
+    kernel = render_lib.Kernel(name, source, list(node.inputs), [False] * len(node.inputs),
+                               list(node.outputs), [])
+    kernel.control_flow = True   # compiled through its caller: never run on dummy values
+    return ControlFlowKernel(kernels, kernel, captured)
+
+
+def _render_while(node):
+    attrs = node.attrs
+    n_state = attrs["n_state"]
+    n_outer = len(node.inputs) - n_state
+    state = [f"s{i}" for i in range(n_state)]
+    outer = [f"u{j}" for j in range(n_outer)]
+    kernels, captured = [], []
+    part = _Part(kernels, captured)
+    cond = part.statements(attrs["cond"], state, [outer[i] for i in attrs["cond_map"]])
+    body = part.statements(attrs["body"], state, [outer[i] for i in attrs["body_map"]])
+    if cond is None or body is None:
+        return None
+    (cond_lines, (test,)), (body_lines, new_state) = cond, body
     limit = attrs["maximum_iterations"]
     lines = ["    iterations = 0"] if limit is not None else []
     lines.append(f"    while {'iterations < ' + str(int(limit)) if limit is not None else 'True'}:")
@@ -102,16 +142,26 @@ def render_while(node):
     lines.append("            break")
     lines += ["        " + line for line in body_lines]
     if n_state:
-        lines.append("        " + "".join(f"s{i}, " for i in range(n_state)) + "= "
+        lines.append("        " + "".join(s + ", " for s in state) + "= "
                      + "".join(v + ", " for v in new_state))
     if limit is not None:
         lines.append("        iterations += 1")
-    lines.append("    return (" + "".join(f"s{i}, " for i in range(n_state)) + ")")
-    text = "\n".join(lines)
-    signature = ", ".join(params)
-    digest = hashlib.sha256((signature + "\n" + text).encode()).hexdigest()[:12]
-    name = f"loop_{digest}"
-    source = (f"{render_lib.DECORATOR.format(extra='')}\ndef {name}({signature}):\n{text}\n")
-    kernel = render_lib.Kernel(name, source, list(node.inputs), [False] * len(node.inputs),
-                               list(node.outputs), [])
-    return LoopKernel(kernels, kernel, captured)
+    lines.append("    return (" + "".join(s + ", " for s in state) + ")")
+    return _kernel("loop", state + outer, lines, node, kernels, captured)
+
+
+def _render_cond(node):
+    attrs = node.attrs
+    outer = [f"u{j}" for j in range(len(node.inputs) - 1)]
+    kernels, captured = [], []
+    part = _Part(kernels, captured)
+    branches = [part.statements(graph, [], [outer[i] for i in positions])
+                for graph, positions in zip(attrs["branches"], attrs["maps"])]
+    if None in branches:
+        return None
+    lines = []
+    for keyword, (branch_lines, results) in zip(("if p[()]:", "else:"), branches):
+        lines.append("    " + keyword)
+        lines += ["        " + line for line in branch_lines]
+        lines.append("        return (" + "".join(r + ", " for r in results) + ")")
+    return _kernel("branch", ["p"] + outer, lines, node, kernels, captured)

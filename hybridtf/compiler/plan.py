@@ -2,9 +2,10 @@
 that keeps every value available before use and stateful nodes in program order.
 
 A *group* is a set of pure elementwise nodes with one output shape (fully known statically),
-run as one generated loop.  Float ``reduce_sum`` / ``reduce_mean`` nodes (over all or some
-axes) consuming a group's values may join it as accumulators (the loop's epilogue).  Everything
-else is a *step*: ``check_values`` then ``eager``, exactly as the interpreter runs a node.
+run as one generated loop.  Float ``reduce_sum`` / ``reduce_mean`` / ``reduce_max`` /
+``reduce_min`` nodes (over all or some axes) consuming a group's values may join it as
+accumulators (the loop's epilogue).  Everything else is a *step*: ``check_values`` then
+``eager``, exactly as the interpreter runs a node.
 
 Groups are formed greedily in program order.  Several groups (of different shapes) may be open at
 once; a group is emitted (placed in the step list) as soon as a later node consumes one of its
@@ -15,9 +16,11 @@ import numpy as np
 
 from hybridtf.registry import checks
 
-# Ops whose value checks only concern integer operands: fused when every operand is a float.
+# Ops whose value checks concern only integer operands, and only the second one (a zero divisor,
+# a negative exponent): fused when every operand is a float, or when the second operand is a
+# constant that passes the check.
 _FLOAT_SAFE_CHECKS = {"power", "floordiv", "floormod"}
-_REDUCTIONS = {"reduce_sum", "reduce_mean"}
+_REDUCTIONS = {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min"}
 
 
 def _known(shape):
@@ -31,7 +34,9 @@ def scalar_name(op):
     return op.scalar.name
 
 
-def fusable(node):
+def fusable(node, constants=None):
+    """Whether ``node`` can be computed inside a fused loop; ``constants``: id(placeholder) ->
+    value of the graph's captured constants."""
     op = node.op
     if op.kind != "elementwise" or op.stateful or op.num_outputs != 1:
         return False
@@ -44,15 +49,28 @@ def fusable(node):
     if op.check_values is not None:
         if op.name not in _FLOAT_SAFE_CHECKS:
             return False
-        if any(t._static_dtype.kind != "f" for t in node.inputs):
+        if any(t._static_dtype.kind != "f" for t in node.inputs) and \
+                not _checked_constant_operand(node, constants or {}):
             return False
     out_rank = len(node.outputs[0]._static_shape)
     return all(len(t._static_shape) <= out_rank for t in node.inputs)
 
 
+def _checked_constant_operand(node, constants):
+    x, y = node.inputs
+    value = constants.get(id(y))
+    if value is None:
+        return False
+    try:
+        node.op.check_values([np.zeros((), x._static_dtype), np.asarray(value)], node.attrs)
+    except Exception:   # noqa: BLE001 - the check fails: leave it to run, and raise, in order
+        return False
+    return True
+
+
 def reduced_axes(node):
-    """The axes a reduce_sum/reduce_mean node of a float tensor of known shape reduces (the
-    reductions a group can take as accumulators), or None."""
+    """The axes a sum / mean / max / min reduction of a float tensor of known shape reduces
+    (the reductions a group can take as accumulators), or None."""
     if node.op.name not in _REDUCTIONS or node.op.stateful:
         return None
     x, = node.inputs
@@ -122,10 +140,11 @@ def lower(graph, skip=frozenset()):
         for g in sorted(deps, key=open_groups.index):
             close(g)
 
+    constants = {id(placeholder): tensor._value for tensor, placeholder in graph.captures}
     for node in graph.nodes:
         if id(node) in skip:
             continue
-        if fusable(node):
+        if fusable(node, constants):
             shape = node.outputs[0]._static_shape
             target = next((g for g in open_groups if g.shape == shape), None)
             if target is not None and any(r.outputs[0] is t for r in target.reductions

@@ -44,6 +44,11 @@ def literal(value, dtype):
     return f"{_np_type(dtype)}({int(value)})"
 
 
+# The accumulator's start: the value of the reduction of nothing.
+_REDUCTION_START = {"reduce_sum": "0.0", "reduce_mean": "0.0", "reduce_max": "-np.inf",
+                    "reduce_min": "np.inf"}
+
+
 class Kernel:
     """A rendered group: the function's name and source, and what the driver passes it."""
 
@@ -54,6 +59,7 @@ class Kernel:
         self.scalar_args = scalar_args  # per argument: True when passed as a scalar (rank 0)
         self.outputs = outputs          # tensors returned, in order
         self.imports = imports          # scalar function names used
+        self.control_flow = False       # a native loop or branch (see compiler.loops)
 
 
 def render(group, constants):
@@ -121,11 +127,18 @@ def render(group, constants):
     for r, (node, axes) in enumerate(zip(group.reductions, reduction_axes)):
         src = value_of(node.inputs[0])
         kept = [k for k in range(rank) if k not in axes]
-        if kept:   # a partial reduction accumulates into an array over the kept axes
-            body.append(f"acc{r}[{', '.join(idx[k] for k in kept)}] += {src}")
+        # A partial reduction accumulates into an array over the kept axes.
+        target = f"acc{r}[{', '.join(idx[k] for k in kept)}]" if kept else f"acc{r}"
+        if not kept:
+            pre.append(f"    acc{r} = {_REDUCTION_START[node.op.name]}")
+        if node.op.name in ("reduce_max", "reduce_min"):
+            better = ">" if node.op.name == "reduce_max" else "<"
+            body.append(f"v = {src}")
+            # NaN wins, as in TF: once the accumulator is NaN no comparison replaces it
+            body.append(f"if v {better} {target} or v != v:")
+            body.append(f"    {target} = v")
         else:
-            pre.append(f"    acc{r} = 0.0")
-            body.append(f"acc{r} += {src}")
+            body.append(f"{target} += {src}")
     for k in range(rank):
         if sizes[k] is None:
             sizes[k] = str(shape[k])
@@ -134,7 +147,8 @@ def render(group, constants):
     for r, axes in enumerate(reduction_axes):
         kept = [k for k in range(rank) if k not in axes]
         if kept:
-            dims.append(f"    acc{r} = np.zeros(({''.join(f'n{k}, ' for k in kept)}), np.float64)")
+            dims.append(f"    acc{r} = np.full(({''.join(f'n{k}, ' for k in kept)}), "
+                        f"{_REDUCTION_START[group.reductions[r].op.name]}, np.float64)")
     allocs = []
     results = []
     for n, t in enumerate(outputs):
@@ -145,7 +159,8 @@ def render(group, constants):
             axes = reduction_axes[r]
             kept = [k for k in range(rank) if k not in axes]
             count = " * ".join(f"n{k}" for k in axes) or "1"
-            value = f"acc{r}" if node.op.name == "reduce_sum" else f"acc{r} / np.float64({count})"
+            value = (f"acc{r} / np.float64({count})" if node.op.name == "reduce_mean"
+                     else f"acc{r}")
             dtype = _np_type(t._static_dtype)
             if kept:
                 # Sizes come from the loop, so the source stays independent of them.
