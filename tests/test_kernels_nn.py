@@ -36,20 +36,30 @@ def test_bad_padding_string():
 
 
 # ---- conv2d ------------------------------------------------------------------------------------
-@pytest.fixture(params=["auto", "im2col", "shift", "winograd"])
+@pytest.fixture(params=["auto", "im2col", "patch_t", "shift", "winograd"])
 def conv_path(request, monkeypatch):
-    """Force one implementation (winograd only applies to 3x3/stride 1/dilation 1)."""
-    if request.param == "im2col":
+    """Force one implementation (winograd only applies to 3x3 and 5x5 filters with stride 1 and
+    dilation 1, the shift forms to stride 1)."""
+    if request.param in ("im2col", "patch_t", "shift"):
+        monkeypatch.setattr(nn, "_WINO_MIN_CH", BIG)
+        monkeypatch.setattr(nn, "_W5_MIN_CH", BIG)
+    if request.param in ("im2col", "patch_t"):
         monkeypatch.setattr(nn, "_SHIFT_MIN_CIN", BIG)
         monkeypatch.setattr(nn, "_SHIFT_FILTER_MAX_CIN", 0)
-        monkeypatch.setattr(nn, "_WINO_MIN_CH", BIG)
+    if request.param == "im2col":
+        monkeypatch.setattr(nn, "_PATCH_T_MAX_CIN", 0)
         monkeypatch.setattr(nn, "_CHUNK_ELEMS", 64)  # many small chunks
+    elif request.param == "patch_t":
+        monkeypatch.setattr(nn, "_PATCH_T_MAX_CIN", BIG)
+        monkeypatch.setattr(nn, "_CHUNK_T_ELEMS", 64)
     elif request.param == "shift":
         monkeypatch.setattr(nn, "_SHIFT_MIN_CIN", 1)
+        monkeypatch.setattr(nn, "_SHIFT_FILTER_MIN_CIN", 1)
         monkeypatch.setattr(nn, "_SHIFT_FILTER_MAX_CIN", BIG)
-        monkeypatch.setattr(nn, "_WINO_MIN_CH", BIG)
+        monkeypatch.setattr(nn, "_SHIFT_FILTER_MIN_TAPS", 1)
     elif request.param == "winograd":
         monkeypatch.setattr(nn, "_WINO_MIN_CH", 1)
+        monkeypatch.setattr(nn, "_W5_MIN_CH", 1)
     return request.param
 
 
@@ -99,13 +109,14 @@ def test_conv2d_3x3(conv_path, case):
     _check_conv(*case)
 
 
+@pytest.mark.parametrize("k", [3, 5])
 @pytest.mark.parametrize("shape,padding", [((3, 20, 20, 2), "SAME"), ((2, 34, 35, 3), "VALID"),
                                            ((1, 5, 40, 2), "SAME")])
-def test_conv2d_many_chunks(conv_path, shape, padding):
+def test_conv2d_many_chunks(conv_path, shape, padding, k):
     # large enough for several shift-form anchor blocks and Winograd tile chunks
     rng = np.random.default_rng(3)
     x = rng.standard_normal(shape)
-    w = rng.standard_normal((3, 3, shape[3], 4))
+    w = rng.standard_normal((k, k, shape[3], 4))
     _check_conv(x, w, (1, 1), padding, (1, 1))
 
 
@@ -149,6 +160,78 @@ def test_conv2d_float32(cin, cout, k, strides):
     ref = np.sum(conv2d_ref(x, w, strides, "SAME", (1, 1)) * dy)
     np.testing.assert_allclose(np.sum(x.astype(np.float64) * dx), ref, rtol=1e-4)
     np.testing.assert_allclose(np.sum(w.astype(np.float64) * dw), ref, rtol=1e-4)
+
+
+# ---- few input channels: the transposed patch matrix ---------------------------------------------
+def conv2d_filter_grad_ref(x, w_shape, dy, strides, padding, dilations):
+    """dw of conv2d by direct loops over outputs and taps, in float64."""
+    N, H, W, C = x.shape
+    kh, kw = w_shape[:2]
+    _, Ho, Wo, _ = dy.shape
+    (sh, sw), (dh, dw_) = strides, dilations
+    pt = nn.same_padding(H, kh, sh, dh)[0] if padding == "SAME" else 0
+    pl = nn.same_padding(W, kw, sw, dw_)[0] if padding == "SAME" else 0
+    x64, dy64 = x.astype(np.float64), dy.astype(np.float64)
+    out = np.zeros(w_shape)
+    for oh in range(Ho):
+        for ow in range(Wo):
+            for i in range(kh):
+                ih = oh * sh - pt + i * dh
+                for j in range(kw):
+                    iw = ow * sw - pl + j * dw_
+                    if 0 <= ih < H and 0 <= iw < W:
+                        out[i, j] += x64[:, ih, iw].T @ dy64[:, oh, ow]
+    return out
+
+
+def _assert_close_scaled(got, want, dtype):
+    assert got.dtype == dtype and got.shape == want.shape
+    scale = max(float(np.abs(want).max()), 1e-30)
+    if dtype == np.float64:
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12 * scale)
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * scale)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("cin", [1, 2, 3, 4])
+@pytest.mark.parametrize("k,strides,dil,padding", [(5, (1, 1), (1, 1), "SAME"),
+                                                   (3, (2, 1), (1, 1), "VALID"),
+                                                   (3, (1, 3), (2, 1), "SAME"),
+                                                   (2, (2, 2), (1, 1), "SAME"),
+                                                   (1, (1, 1), (1, 1), "VALID")])
+def test_conv2d_few_channels_patch_t(monkeypatch, cin, k, strides, dil, padding, dtype):
+    # forward and filter gradient through the transposed patch matrix, in several chunks (the
+    # last one partial) that the filter gradient accumulates
+    monkeypatch.setattr(nn, "_CHUNK_T_ELEMS", 150)
+    monkeypatch.setattr(nn, "_SHIFT_FILTER_MAX_CIN", 0)  # (which would take cin=4 with 5x5)
+    assert nn._use_patch_t(cin) and not nn._use_shift(strides, cin)
+    rng = np.random.default_rng(cin * 10 + k)
+    N = 3 if cin % 2 else 1
+    x = rng.standard_normal((N, 9, 8, cin)).astype(dtype)
+    w = rng.standard_normal((k, k, cin, 6)).astype(dtype)
+    y = nn.conv2d(x, w, strides, padding, dil)
+    _assert_close_scaled(y, conv2d_ref(x, w, strides, padding, dil), dtype)
+    dy = rng.standard_normal(y.shape).astype(dtype)
+    dw = nn.conv2d_backprop_filter(x, w.shape, dy, strides, padding, dil)
+    _assert_close_scaled(dw, conv2d_filter_grad_ref(x, w.shape, dy, strides, padding, dil),
+                         dtype)
+
+
+def test_conv2d_first_layer_defaults():
+    # a CNN's first layer (one input channel, 5x5, SAME) takes the transposed patch matrix for
+    # both the forward pass and the filter gradient
+    assert nn._use_patch_t(1) and not nn._use_shift_filter(5, 5, (1, 1), 1)
+    assert not nn._use_winograd5(5, 5, (1, 1), (1, 1), 1, 32)
+    rng = np.random.default_rng(0)
+    x = rng.random((2, 28, 28, 1), dtype=np.float32)
+    w = (rng.standard_normal((5, 5, 1, 8)) * 0.2).astype(np.float32)
+    y = nn.conv2d(x, w, (1, 1), "SAME")
+    _assert_close_scaled(y, conv2d_ref(x, w, (1, 1), "SAME", (1, 1)), np.float32)
+    dy = rng.standard_normal(y.shape).astype(np.float32)
+    _assert_close_scaled(nn.conv2d_backprop_filter(x, w.shape, dy, (1, 1), "SAME"),
+                         conv2d_filter_grad_ref(x, w.shape, dy, (1, 1), "SAME", (1, 1)),
+                         np.float32)
 
 
 def test_conv2d_empty_channels():
