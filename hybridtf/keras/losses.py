@@ -15,7 +15,7 @@ from hybridtf.framework import dtypes
 from hybridtf.framework.constant_op import convert_to_tensor
 from hybridtf.framework.errors import InvalidArgumentError
 from hybridtf.graph.func_graph import GraphTensor
-from hybridtf.keras import backend
+from hybridtf.keras import backend, serialization
 from hybridtf.module import camel_to_snake
 
 
@@ -587,27 +587,14 @@ _BY_NAME.update({"mse": mse, "MSE": mse, "mae": mae, "MAE": mae, "mape": mape, "
 
 def serialize(loss):
     """``{"class_name": ..., "config": ...}`` for a ``Loss``; the name for a loss function."""
-    if isinstance(loss, Loss):
-        return {"class_name": type(loss).__name__, "config": loss.get_config()}
-    if callable(loss) and getattr(loss, "__name__", None) in _BY_NAME:
-        return loss.__name__
-    raise ValueError(f"Cannot serialize {loss!r}: not a Keras loss or loss function.")
+    if not isinstance(loss, Loss) and getattr(loss, "__name__", None) not in _BY_NAME:
+        raise ValueError(f"Cannot serialize {loss!r}: not a Keras loss or loss function.")
+    return serialization.serialize(loss, Loss, "loss")
 
 
 def deserialize(name, custom_objects=None):
     """The loss (class instance or function) that ``serialize`` described."""
-    lookup = dict(_BY_NAME, **(custom_objects or {}))
-    if isinstance(name, dict):
-        cls = lookup.get(name.get("class_name"))
-        if not inspect.isclass(cls):
-            raise ValueError(f"Could not interpret loss identifier: {name}. Unknown class_name "
-                             f"{name.get('class_name')!r}.")
-        return cls.from_config(dict(name.get("config", {})))
-    obj = lookup.get(name)
-    if obj is None:
-        raise ValueError(f"Could not interpret loss identifier: {name!r}. Known names: "
-                         f"{', '.join(sorted(_BY_NAME))}.")
-    return obj
+    return serialization.deserialize(name, dict(_BY_NAME, **(custom_objects or {})), "loss")
 
 
 def get(identifier):

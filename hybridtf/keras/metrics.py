@@ -15,6 +15,7 @@ from hybridtf.framework.name_scope import name_scope as _name_scope
 from hybridtf.framework.tensor_shape import TensorShape
 from hybridtf.framework.variables import Variable, VariableAggregation, VariableSynchronization
 from hybridtf.keras import losses as _losses
+from hybridtf.keras import serialization
 from hybridtf.keras.losses import (  # noqa: F401  (metric functions TF exposes here too)
     KLD, MAE, MAPE, MSE, MSLE, binary_crossentropy, categorical_crossentropy,
     categorical_hinge, hinge, huber, kld, kl_divergence, kullback_leibler_divergence, log_cosh,
@@ -440,31 +441,15 @@ _BY_NAME.update({"acc": Accuracy, "mse": MeanSquaredError, "MSE": MeanSquaredErr
 
 def serialize(metric):
     """``{"class_name": ..., "config": ...}`` for a ``Metric``; the name for a function."""
-    if isinstance(metric, Metric):
-        return {"class_name": type(metric).__name__, "config": metric.get_config()}
-    if callable(metric) and hasattr(metric, "__name__"):
-        return metric.__name__
-    raise ValueError(f"Cannot serialize {metric!r}: not a Keras metric or metric function.")
+    return serialization.serialize(metric, Metric, "metric")
 
 
 def deserialize(config, custom_objects=None):
     """The metric that ``serialize`` described."""
-    lookup = dict(_BY_NAME, **(custom_objects or {}))
-    if isinstance(config, dict):
-        cls = lookup.get(config.get("class_name"))
-        if not inspect.isclass(cls):
-            raise ValueError(f"Could not interpret metric identifier: {config}. Unknown "
-                             f"class_name {config.get('class_name')!r}.")
-        return cls.from_config(dict(config.get("config", {})))
-    obj = lookup.get(config)
-    if obj is None:
-        functions = {f.__name__: f for f in (accuracy, binary_accuracy, categorical_accuracy,
-                                             sparse_categorical_accuracy)}
-        obj = functions.get(config)
-    if obj is None:
-        raise ValueError(f"Could not interpret metric identifier: {config!r}. Known names: "
-                         f"{', '.join(sorted(_BY_NAME))}.")
-    return obj
+    functions = {f.__name__: f for f in (accuracy, binary_accuracy, categorical_accuracy,
+                                         sparse_categorical_accuracy)}
+    lookup = dict(functions, **_BY_NAME, **(custom_objects or {}))
+    return serialization.deserialize(config, lookup, "metric")
 
 
 def get(identifier):
