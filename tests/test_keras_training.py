@@ -57,12 +57,13 @@ def test_fit_learns_with_string_identifiers():
     x, y = separable()
     model = classifier(activation="softmax")
     model.compile("adam", "sparse_categorical_crossentropy", ["accuracy"])
-    history = model.fit(x, y, epochs=8, batch_size=4, verbose=0)
+    np.random.seed(0)   # fit shuffles with NumPy's global generator
+    history = model.fit(x, y, epochs=20, batch_size=4, verbose=0)
     losses = history.history["loss"]
-    assert all(np.diff(losses) < 0) and losses[-1] < 0.85 * losses[0]
+    assert all(np.diff(losses) < 0) and losses[-1] < 0.7 * losses[0]
     acc0, acc1 = first_last(history, "accuracy")
-    assert acc1 > acc0 + 0.15
-    assert history.epoch == list(range(8))
+    assert acc1 > acc0 + 0.3
+    assert history.epoch == list(range(20))
 
 
 def test_fit_learns_with_loss_and_optimizer_objects_from_logits():
