@@ -15,7 +15,7 @@ from hybridtf.framework import dtypes
 from hybridtf.framework.constant_op import convert_to_tensor
 from hybridtf.framework.errors import InvalidArgumentError
 from hybridtf.graph.func_graph import GraphTensor
-from hybridtf.keras import backend, serialization
+from hybridtf.keras import backend, function_wrappers, serialization
 from hybridtf.module import camel_to_snake
 
 
@@ -474,31 +474,11 @@ class LossFunctionWrapper(Loss):
 
 def _wrapper_class(class_name, fn, default_name, doc, **defaults):
     """A ``LossFunctionWrapper`` subclass whose constructor takes ``defaults`` as keyword
-    arguments (in order) besides ``reduction``, ``name`` and ``dtype``."""
-    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-    params += [inspect.Parameter(k, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=v)
-               for k, v in defaults.items()]
-    params += [inspect.Parameter("reduction", inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                 default="sum_over_batch_size"),
-               inspect.Parameter("name", inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                 default=default_name),
-               inspect.Parameter("dtype", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)]
-    signature = inspect.Signature(params)
-
-    def __init__(self, *args, **kwargs):
-        bound = signature.bind(self, *args, **kwargs)
-        bound.apply_defaults()
-        arguments = dict(bound.arguments)
-        arguments.pop("self")
-        reduction, name, dtype = (arguments.pop(k) for k in ("reduction", "name", "dtype"))
-        LossFunctionWrapper.__init__(self, fn, reduction=reduction, name=name, dtype=dtype,
-                                     **arguments)
-        for key, value in arguments.items():
-            setattr(self, key, value)
-
-    __init__.__signature__ = signature
-    return type(class_name, (LossFunctionWrapper,), {"__init__": __init__, "__doc__": doc,
-                                                    "__module__": __name__})
+    arguments (in order) before ``reduction``, ``name`` and ``dtype``."""
+    return function_wrappers.wrapper_class(
+        class_name, LossFunctionWrapper, fn, doc,
+        [("reduction", "sum_over_batch_size"), ("name", default_name), ("dtype", None)],
+        defaults, fn_arguments_first=True, module=__name__)
 
 
 MeanSquaredError = _wrapper_class(

@@ -15,7 +15,7 @@ from hybridtf.framework.name_scope import name_scope as _name_scope
 from hybridtf.framework.tensor_shape import TensorShape
 from hybridtf.framework.variables import Variable, VariableAggregation, VariableSynchronization
 from hybridtf.keras import losses as _losses
-from hybridtf.keras import serialization
+from hybridtf.keras import function_wrappers, serialization
 from hybridtf.keras.losses import (  # noqa: F401  (metric functions TF exposes here too)
     KLD, MAE, MAPE, MSE, MSLE, binary_crossentropy, categorical_crossentropy,
     categorical_hinge, hinge, huber, kld, kl_divergence, kullback_leibler_divergence, log_cosh,
@@ -325,27 +325,9 @@ class MeanMetricWrapper(Mean):
 def _wrapper_metric(class_name, fn, default_name, doc, **defaults):
     """A ``MeanMetricWrapper`` subclass over ``fn`` taking ``name``, ``dtype`` and ``defaults``
     (``fn``'s keyword arguments) in that order."""
-    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
-              inspect.Parameter("name", inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                default=default_name),
-              inspect.Parameter("dtype", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)]
-    params += [inspect.Parameter(k, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=v)
-               for k, v in defaults.items()]
-    signature = inspect.Signature(params)
-
-    def __init__(self, *args, **kwargs):
-        bound = signature.bind(self, *args, **kwargs)
-        bound.apply_defaults()
-        arguments = dict(bound.arguments)
-        arguments.pop("self")
-        name, dtype = arguments.pop("name"), arguments.pop("dtype")
-        MeanMetricWrapper.__init__(self, fn, name=name, dtype=dtype, **arguments)
-        for key, value in arguments.items():
-            setattr(self, key, value)
-
-    __init__.__signature__ = signature
-    return type(class_name, (MeanMetricWrapper,), {"__init__": __init__, "__doc__": doc,
-                                                  "__module__": __name__})
+    return function_wrappers.wrapper_class(
+        class_name, MeanMetricWrapper, fn, doc, [("name", default_name), ("dtype", None)],
+        defaults, fn_arguments_first=False, module=__name__)
 
 
 Accuracy = _wrapper_metric(
