@@ -159,7 +159,7 @@ def compile_graph(graph, warm_up=True):
         env[f"a{step_index}"] = node.attrs
         arrays = "[" + "".join(f"_asarray({slot(t)}), " for t in node.inputs) + "]"
         lines.append(f"    arr = {arrays}")
-        if not all(_known(t._static_shape) for t in node.inputs):
+        if node.unknown_input_shapes:
             # Shapes the trace could not check are checked on every call, before the kernel.
             env[f"i{step_index}"] = interpreter.infer_shapes
             lines.append(f"    i{step_index}(e{step_index}_node, arr)")
@@ -205,15 +205,12 @@ def compile_graph(graph, warm_up=True):
     return CompiledGraph(graph, run, source, driver_source, module)
 
 
-def _known(shape):
-    return shape is not None and all(d is not None for d in shape)
-
 
 def _direct_call(node, args, env, step_index):
     """Source computing a node whose inputs' shapes were all checked when it was traced without
     going through its eager function: reshapes as views, matmuls straight into BLAS."""
     name = node.op.name
-    if not all(_known(t._static_shape) for t in list(node.inputs) + list(node.outputs)):
+    if not all(plan_lib.known(t._static_shape) for t in list(node.inputs) + list(node.outputs)):
         return None
     if name == "reshape":
         return f"_np.reshape({args[0]}, {tuple(node.outputs[0]._static_shape)!r})"

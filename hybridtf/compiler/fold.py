@@ -7,17 +7,16 @@ the fused loops as literals.
 """
 import numpy as np
 
+from hybridtf.compiler import plan as plan_lib
+
 _SHAPE_ONLY = {"fill_like", "shape"}   # ops that read only their input's shape
 MAX_FOLDED_SIZE = 1 << 20              # elements: larger values are computed per call
 
 
-def _known(shape):
-    return shape is not None and all(d is not None for d in shape)
-
-
 def _input_arrays(node, known):
     if node.op.name in _SHAPE_ONLY:
-        if not all(_known(t._static_shape) and t._static_dtype != object for t in node.inputs):
+        if not all(plan_lib.known(t._static_shape) and t._static_dtype != object
+                   for t in node.inputs):
             return None
         # A zero-strided view stands for the input: only its shape and dtype are read.
         return [np.broadcast_to(np.zeros((), t._static_dtype), t._static_shape)

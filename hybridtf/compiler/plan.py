@@ -23,7 +23,8 @@ _FLOAT_SAFE_CHECKS = {"power", "floordiv", "floormod"}
 _REDUCTIONS = {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min"}
 
 
-def _known(shape):
+def known(shape):
+    """Whether a static shape is fully known (rank and every dimension)."""
     return shape is not None and all(d is not None for d in shape)
 
 
@@ -43,7 +44,7 @@ def fusable(node, constants=None):
     if op.scalar is None and op.name != "bias_add":
         return False
     tensors = list(node.inputs) + list(node.outputs)
-    if any(not _known(t._static_shape) or t._static_dtype == object
+    if any(not known(t._static_shape) or t._static_dtype == object
            or t._static_dtype.kind not in "biuf" for t in tensors):
         return False
     if op.check_values is not None:
@@ -75,13 +76,13 @@ def reduced_axes(node):
         return None
     x, = node.inputs
     shape = x._static_shape
-    if not _known(shape) or len(shape) == 0 or x._static_dtype.kind != "f":
+    if not known(shape) or len(shape) == 0 or x._static_dtype.kind != "f":
         return None
     try:
         axes = checks.axes(node.op.name, node.attrs["axis"], len(shape))
     except Exception:
         return None
-    if not axes or not _known(node.outputs[0]._static_shape):
+    if not axes or not known(node.outputs[0]._static_shape):
         return None
     return sorted(axes)
 

@@ -111,13 +111,16 @@ class GraphTensor(Tensor):
 class Node:
     """One op in a graph: the registry entry, its input tensors, attributes and outputs."""
 
-    __slots__ = ("op", "inputs", "attrs", "outputs")
+    __slots__ = ("op", "inputs", "attrs", "outputs", "unknown_input_shapes")
 
     def __init__(self, op, inputs, attrs):
         self.op = op
         self.inputs = tuple(inputs)
         self.attrs = attrs
         self.outputs = ()
+        # Inputs whose shapes the trace could not check: checked when the graph runs.
+        self.unknown_input_shapes = any(
+            t._static_shape is None or None in t._static_shape for t in self.inputs)
 
     def __repr__(self):
         ins = ", ".join(t.name for t in self.inputs)

@@ -26,14 +26,10 @@ def infer_shapes(node, arrays):
     node.op.infer([Spec(a.shape, a.dtype) for a in arrays], node.attrs)
 
 
-def _fully_known(tensors):
-    return all(t._static_shape is not None and None not in t._static_shape for t in tensors)
-
-
 def _run_node(node, values, call_index):
     op = node.op
     arrays = [np.asarray(values[id(t)]) for t in node.inputs]
-    if not _fully_known(node.inputs):
+    if node.unknown_input_shapes:
         infer_shapes(node, arrays)
     attrs = node.attrs
     if op.stateful and attrs is not None:
