@@ -42,29 +42,38 @@ def _rate_and_step(initial_learning_rate, step):
     return rate, math_ops.cast(step, rate.dtype)
 
 
-class ExponentialDecay(LearningRateSchedule):
-    """``initial_learning_rate * decay_rate ** (step / decay_steps)``; with ``staircase`` the
-    exponent is floored, so the rate drops every ``decay_steps`` steps."""
+class _StepDecay(LearningRateSchedule):
+    """A rate decayed by ``decay_rate`` as a function of ``step / decay_steps`` (floored with
+    ``staircase``)."""
 
     def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False,
-                 name="ExponentialDecay"):
+                 name=None):
         self.initial_learning_rate = initial_learning_rate
         self.decay_steps = _positive_steps("decay_steps", decay_steps)
         self.decay_rate = decay_rate
         self.staircase = staircase
-        self.name = name
+        self.name = name or type(self).__name__
 
     def __call__(self, step):
         rate, step = _rate_and_step(self.initial_learning_rate, step)
         p = step / math_ops.cast(self.decay_steps, rate.dtype)
         if self.staircase:
             p = math_ops.floor(p)
-        return rate * math_ops.pow(math_ops.cast(self.decay_rate, rate.dtype), p)
+        return self._decayed(rate, math_ops.cast(self.decay_rate, rate.dtype), p)
 
     def get_config(self):
         return {"initial_learning_rate": self.initial_learning_rate,
                 "decay_steps": self.decay_steps, "decay_rate": self.decay_rate,
                 "staircase": self.staircase, "name": self.name}
+
+
+class ExponentialDecay(_StepDecay):
+    """``initial_learning_rate * decay_rate ** (step / decay_steps)``; with ``staircase`` the
+    exponent is floored, so the rate drops every ``decay_steps`` steps."""
+
+    @staticmethod
+    def _decayed(rate, decay_rate, p):
+        return rate * math_ops.pow(decay_rate, p)
 
 
 class PiecewiseConstantDecay(LearningRateSchedule):
@@ -132,29 +141,13 @@ class PolynomialDecay(LearningRateSchedule):
                 "power": self.power, "cycle": self.cycle, "name": self.name}
 
 
-class InverseTimeDecay(LearningRateSchedule):
+class InverseTimeDecay(_StepDecay):
     """``initial_learning_rate / (1 + decay_rate * step / decay_steps)`` (the quotient floored
     with ``staircase``)."""
 
-    def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False,
-                 name="InverseTimeDecay"):
-        self.initial_learning_rate = initial_learning_rate
-        self.decay_steps = _positive_steps("decay_steps", decay_steps)
-        self.decay_rate = decay_rate
-        self.staircase = staircase
-        self.name = name
-
-    def __call__(self, step):
-        rate, step = _rate_and_step(self.initial_learning_rate, step)
-        p = step / math_ops.cast(self.decay_steps, rate.dtype)
-        if self.staircase:
-            p = math_ops.floor(p)
-        return rate / (1.0 + math_ops.cast(self.decay_rate, rate.dtype) * p)
-
-    def get_config(self):
-        return {"initial_learning_rate": self.initial_learning_rate,
-                "decay_steps": self.decay_steps, "decay_rate": self.decay_rate,
-                "staircase": self.staircase, "name": self.name}
+    @staticmethod
+    def _decayed(rate, decay_rate, p):
+        return rate / (1.0 + decay_rate * p)
 
 
 def _cosine_decayed(rate, step, decay_steps, alpha):
