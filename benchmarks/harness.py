@@ -12,9 +12,11 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-# A pause between samples lets the worker threads of the previous framework (OpenMP, Eigen and
-# XLA pools spin for a while after a parallel region) go idle before the next one is timed.
-PAUSE_S = 0.005
+# Before each sample the worker threads of the framework timed last must have gone idle, or they
+# take a core from the next one: OpenBLAS's spin for about 0.1 s after a parallel call, OpenMP,
+# Eigen and XLA pools for less.  ``settle`` waits until the process's CPU time stops advancing.
+SETTLE_POLL_S = 0.005
+SETTLE_MAX_S = 0.5
 MAX_NUMBER = 1_000_000
 
 
@@ -33,6 +35,16 @@ class Prepared:
     def result(self):
         from benchmarks.frameworks import to_numpy
         return to_numpy(self.check() if self.check is not None else self.call())
+
+
+def settle():
+    """Waits (at most SETTLE_MAX_S) until no thread of this process is using a CPU."""
+    deadline = time.perf_counter() + SETTLE_MAX_S
+    while True:
+        cpu = time.process_time()
+        time.sleep(SETTLE_POLL_S)
+        if time.process_time() - cpu < 0.2 * SETTLE_POLL_S or time.perf_counter() > deadline:
+            return
 
 
 def _run(fn, number):
@@ -95,7 +107,7 @@ def time_alternating(calls, profile):
         for name in active[shift:] + active[:shift]:
             if len(samples[name]) >= profile.min_rounds and spent[name] >= profile.max_variant_s:
                 continue  # a slow variant has had its share of the time
-            time.sleep(PAUSE_S)
+            settle()
             try:
                 elapsed = _run(calls[name], numbers[name])
             except Exception as exc:  # noqa: BLE001

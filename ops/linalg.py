@@ -10,9 +10,11 @@ from numba import njit, types
 from numba.extending import overload
 from numba.np.linalg import ensure_blas
 
+from ops import threads
+
 ensure_blas()  # a clear ImportError now, rather than a failure inside the first kernel
 
-_jit = njit(cache=True, error_model="numpy")
+_jit = njit(cache=True, error_model="numpy", nogil=True)
 
 # Numba's own helper (in its _helperlib) that forwards to scipy.linalg.cython_blas ?gemm; being an
 # external symbol rather than a ctypes pointer, kernels that call it can be cached.
@@ -76,11 +78,13 @@ def gemm(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 
 
 @_jit
-def matmul_blas_kernel(a, b, ia, ib, transpose_a, transpose_b, out):
-    """out[i] = op(a[ia[i]]) @ op(b[ib[i]]) for float 3-D C-contiguous a, b, out.
+def matmul_blas_kernel(a, b, ia, ib, transpose_a, transpose_b, out, i_lo, i_hi, r_lo, r_hi,
+                       c_lo, c_hi):
+    """out[i, r_lo:r_hi, c_lo:c_hi] = (op(a[ia[i]]) @ op(b[ib[i]]))[r_lo:r_hi, c_lo:c_hi] for i in
+    i_lo..i_hi, for float 3-D C-contiguous a, b, out.
 
     a: (Ba, M, K) or (Ba, K, M) if transpose_a; b: (Bb, K, N) or (Bb, N, K); out: (Bo, M, N);
-    ia, ib: (Bo,) int64 batch indices within range.
+    ia, ib: (Bo,) int64 batch indices within range; the ranges lie within (Bo, M, N).
     """
     bo, m, n = out.shape
     k = a.shape[1] if transpose_a else a.shape[2]
@@ -89,9 +93,23 @@ def matmul_blas_kernel(a, b, ia, ib, transpose_a, transpose_b, out):
     of = out.reshape(out.size)
     sa = a.shape[1] * a.shape[2]
     sb = b.shape[1] * b.shape[2]
-    for i in range(bo):
-        gemm(transpose_a, transpose_b, m, n, k, 1.0, af[ia[i] * sa:], a.shape[2],
-             bf[ib[i] * sb:], b.shape[2], 0.0, of[i * m * n:], n)
+    # rows r_lo.. of op(a) and columns c_lo.. of op(b) start this far into their matrices
+    oa = r_lo if transpose_a else r_lo * k
+    ob = c_lo * k if transpose_b else c_lo
+    for i in range(i_lo, i_hi):
+        gemm(transpose_a, transpose_b, r_hi - r_lo, c_hi - c_lo, k, 1.0,
+             af[ia[i] * sa + oa:], a.shape[2], bf[ib[i] * sb + ob:], b.shape[2], 0.0,
+             of[i * m * n + r_lo * n + c_lo:], n)
+
+
+@_jit
+def matmul_rows_kernel(a, b, transpose_a, transpose_b, r_lo, r_hi, out):
+    """out[:r_hi - r_lo] = rows r_lo..r_hi of op(a) @ op(b), for float 2-D C-contiguous a, b, out
+    of one dtype (out: at least r_hi - r_lo rows of N columns)."""
+    k = a.shape[0] if transpose_a else a.shape[1]
+    oa = r_lo if transpose_a else r_lo * k
+    gemm(transpose_a, transpose_b, r_hi - r_lo, out.shape[1], k, 1.0, a.reshape(a.size)[oa:],
+         a.shape[1], b.reshape(b.size), b.shape[1], 0.0, out.reshape(out.size), out.shape[1])
 
 
 @_jit
@@ -165,7 +183,7 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
     b3 = b.reshape((_prod(b_batch),) + b.shape[-2:])
     out3 = out.reshape((_prod(batch), M, N))
     if a.dtype.kind == "f":
-        matmul_blas_kernel(a3, b3, ia, ib, transpose_a, transpose_b, out3)
+        _matmul_split(a3, b3, ia, ib, transpose_a, transpose_b, out3, K)
     else:
         if transpose_a:
             a3 = np.ascontiguousarray(a3.transpose(0, 2, 1))
@@ -173,3 +191,38 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
             b3 = np.ascontiguousarray(b3.transpose(0, 2, 1))
         matmul_loop_kernel(a3, b3, ia, ib, out3)
     return out
+
+
+# Products of fewer multiply-adds go to BLAS whole, which threads them itself (better than a
+# split of ours at these sizes, measured); larger ones are split over the kernel threads, in
+# parts of at least _PART_MULTIPLY_ADDS, with BLAS on one thread inside each part.
+_SPLIT_FROM = 1 << 25
+_PART_MULTIPLY_ADDS = 1 << 22
+
+
+def _matmul_split(a3, b3, ia, ib, transpose_a, transpose_b, out3, K):
+    """matmul_blas_kernel over all of out3: whole, or split over the kernel threads by batch when
+    there are enough products, otherwise by the longer of the rows and the columns."""
+    B, M, N = out3.shape
+    per_product = M * N * max(K, 1)
+    if B * per_product < _SPLIT_FROM:
+        matmul_blas_kernel(a3, b3, ia, ib, transpose_a, transpose_b, out3, 0, B, 0, M, 0, N)
+        return
+    with threads.single_threaded_blas():
+        if B > 1 and B * per_product >= 2 * _PART_MULTIPLY_ADDS:
+            def part(lo, hi):
+                matmul_blas_kernel(a3, b3, ia, ib, transpose_a, transpose_b, out3, lo, hi, 0,
+                                   M, 0, N)
+            threads.split(part, B, -(-_PART_MULTIPLY_ADDS // per_product))
+            return
+        per_line = (N if M >= N else M) * max(K, 1)   # one row (or column) of the product
+
+        def part(lo, hi):
+            if M >= N:
+                matmul_blas_kernel(a3, b3, ia, ib, transpose_a, transpose_b, out3, 0, B, lo, hi,
+                                   0, N)
+            else:
+                matmul_blas_kernel(a3, b3, ia, ib, transpose_a, transpose_b, out3, 0, B, 0, M,
+                                   lo, hi)
+
+        threads.split(part, max(M, N), -(-_PART_MULTIPLY_ADDS // (B * per_line)))

@@ -32,9 +32,11 @@ import math
 import numpy as np
 from numba import njit
 
+from ops import threads
 from ops.linalg import gemm
 
-_jit = njit(cache=True, error_model="numpy")
+# nogil: the big kernels split their work over threads (ops.threads)
+_jit = njit(cache=True, error_model="numpy", nogil=True)
 
 
 # ---- padding arithmetic (pure Python) --------------------------------------------------------
@@ -211,16 +213,18 @@ def _rows_per_chunk(K, Wo):
 
 
 @_jit
-def conv2d_im2col_kernel(x, w2, kh, kw, sh, sw, dh, dw, pt, pl, out, rows_per_chunk):
-    """out (N, Ho, Wo, Co) = conv of x (N, H, W, C) with w2 = filter.reshape(kh*kw*C, Co)."""
+def conv2d_im2col_kernel(x, w2, kh, kw, sh, sw, dh, dw, pt, pl, out, rows_per_chunk, row_lo,
+                         row_hi):
+    """out (N, Ho, Wo, Co) = conv of x (N, H, W, C) with w2 = filter.reshape(kh*kw*C, Co), for
+    the output rows row_lo..row_hi (flat over (n, oh))."""
     N, Ho, Wo, Co = out.shape
     K = w2.shape[0]
     cols = np.empty((rows_per_chunk * Wo, K), x.dtype)
     colf = cols.reshape(cols.size)
     of = out.reshape(out.size)
     wf = w2.reshape(w2.size)
-    for r0 in range(0, N * Ho, rows_per_chunk):
-        r1 = min(r0 + rows_per_chunk, N * Ho)
+    for r0 in range(row_lo, row_hi, rows_per_chunk):
+        r1 = min(r0 + rows_per_chunk, row_hi)
         _im2col_rows(x, r0, r1, Ho, Wo, kh, kw, sh, sw, dh, dw, pt, pl, cols)
         m = (r1 - r0) * Wo
         gemm(False, False, m, Co, K, 1.0, colf, K, wf, Co, 0.0, of[r0 * Wo * Co:], Co)
@@ -247,8 +251,9 @@ def conv2d_backprop_input_im2col_kernel(w2, dy, kh, kw, sh, sw, dh, dw, pt, pl, 
 
 @_jit
 def conv2d_backprop_filter_im2col_kernel(x, dy, kh, kw, sh, sw, dh, dw, pt, pl, dw2,
-                                         rows_per_chunk):
-    """dw2 (kh*kw*C, Co) = filter gradient of conv2d_im2col_kernel for dy (N, Ho, Wo, Co)."""
+                                         rows_per_chunk, row_lo, row_hi):
+    """dw2 (kh*kw*C, Co) = filter gradient of conv2d_im2col_kernel for dy (N, Ho, Wo, Co),
+    summed over the output rows row_lo..row_hi."""
     N, Ho, Wo, Co = dy.shape
     K = dw2.shape[0]
     cols = np.empty((rows_per_chunk * Wo, K), x.dtype)
@@ -256,8 +261,8 @@ def conv2d_backprop_filter_im2col_kernel(x, dy, kh, kw, sh, sw, dh, dw, pt, pl, 
     dyf = dy.reshape(dy.size)
     dwf = dw2.reshape(dw2.size)
     dw2[:] = 0
-    for r0 in range(0, N * Ho, rows_per_chunk):
-        r1 = min(r0 + rows_per_chunk, N * Ho)
+    for r0 in range(row_lo, row_hi, rows_per_chunk):
+        r1 = min(r0 + rows_per_chunk, row_hi)
         _im2col_rows(x, r0, r1, Ho, Wo, kh, kw, sh, sw, dh, dw, pt, pl, cols)
         m = (r1 - r0) * Wo
         # dw2 += cols^T @ dy_rows
@@ -308,7 +313,8 @@ def _rows_per_chunk_t(K, Wo):
 
 
 @_jit
-def conv2d_im2col_t_kernel(x, w2, kh, kw, sh, sw, dh, dw, pt, pl, out, rows_per_chunk):
+def conv2d_im2col_t_kernel(x, w2, kh, kw, sh, sw, dh, dw, pt, pl, out, rows_per_chunk, row_lo,
+                           row_hi):
     """conv2d_im2col_kernel through the transposed patch matrix (for few input channels)."""
     N, Ho, Wo, Co = out.shape
     K = w2.shape[0]
@@ -316,8 +322,8 @@ def conv2d_im2col_t_kernel(x, w2, kh, kw, sh, sw, dh, dw, pt, pl, out, rows_per_
     ct = np.empty(K * ld, x.dtype)
     of = out.reshape(out.size)
     wf = w2.reshape(w2.size)
-    for r0 in range(0, N * Ho, rows_per_chunk):
-        r1 = min(r0 + rows_per_chunk, N * Ho)
+    for r0 in range(row_lo, row_hi, rows_per_chunk):
+        r1 = min(r0 + rows_per_chunk, row_hi)
         _im2col_t_rows(x, r0, r1, Ho, Wo, kh, kw, sh, sw, dh, dw, pt, pl, ct, ld)
         # out_rows = ct^T @ w2
         gemm(True, False, (r1 - r0) * Wo, Co, K, 1.0, ct, ld, wf, Co, 0.0, of[r0 * Wo * Co:],
@@ -326,21 +332,21 @@ def conv2d_im2col_t_kernel(x, w2, kh, kw, sh, sw, dh, dw, pt, pl, out, rows_per_
 
 @_jit
 def conv2d_backprop_filter_im2col_t_kernel(x, dy, kh, kw, sh, sw, dh, dw, pt, pl, dw2,
-                                           rows_per_chunk):
+                                           rows_per_chunk, row_lo, row_hi):
     """conv2d_backprop_filter_im2col_kernel through the transposed patch matrix: dw2 (K, Co)
-    overwritten."""
+    overwritten (row_lo < row_hi)."""
     N, Ho, Wo, Co = dy.shape
     K = dw2.shape[0]
     ld = rows_per_chunk * Wo
     ct = np.empty(K * ld, x.dtype)
     dyf = dy.reshape(dy.size)
     dwf = dw2.reshape(dw2.size)
-    for r0 in range(0, N * Ho, rows_per_chunk):
-        r1 = min(r0 + rows_per_chunk, N * Ho)
+    for r0 in range(row_lo, row_hi, rows_per_chunk):
+        r1 = min(r0 + rows_per_chunk, row_hi)
         _im2col_t_rows(x, r0, r1, Ho, Wo, kh, kw, sh, sw, dh, dw, pt, pl, ct, ld)
         # dw2 (+)= ct @ dy_rows
         gemm(False, False, K, Co, (r1 - r0) * Wo, 1.0, ct, ld, dyf[r0 * Wo * Co:], Co,
-             0.0 if r0 == 0 else 1.0, dwf, Co)
+             0.0 if r0 == row_lo else 1.0, dwf, Co)
 
 
 # ---- shift form (stride 1) -------------------------------------------------------------------
@@ -361,18 +367,19 @@ def _anchor_count(N, Hp, Wp, Ho, Wo):
 
 
 @_jit
-def conv2d_shift_kernel(xp, w, dh, dw, out):
-    """Stride-1 conv of padded xp (N, Hp, Wp, C) with w (kh, kw, C, Co) into out (N, Ho, Wo, Co)."""
+def conv2d_shift_kernel(xp, w, dh, dw, out, block_lo, block_hi):
+    """Stride-1 conv of padded xp (N, Hp, Wp, C) with w (kh, kw, C, Co) into out (N, Ho, Wo, Co),
+    for the anchors of blocks block_lo..block_hi (_SHIFT_ROWS anchors each)."""
     N, Hp, Wp, C = xp.shape
     kh, kw, _, Co = w.shape
     _, Ho, Wo, _ = out.shape
-    P = _anchor_count(N, Hp, Wp, Ho, Wo)
+    P = min(_anchor_count(N, Hp, Wp, Ho, Wo), block_hi * _SHIFT_ROWS)
     xf = xp.reshape(xp.size)
     wf = w.reshape(w.size)
     ext = np.empty((_SHIFT_ROWS, Co), xp.dtype)
     ef = ext.reshape(ext.size)
     of = out.reshape(out.size)
-    for p0 in range(0, P, _SHIFT_ROWS):
+    for p0 in range(block_lo * _SHIFT_ROWS, P, _SHIFT_ROWS):
         m = min(_SHIFT_ROWS, P - p0)
         for i in range(kh):
             for j in range(kw):
@@ -426,18 +433,17 @@ def conv2d_backprop_input_shift_kernel(w, dy, dh, dw, dxp):
 
 
 @_jit
-def conv2d_backprop_filter_shift_kernel(xp, dy, dh, dw, dwt):
-    """Stride-1 filter gradient dwt (kh, kw, C, Co) (overwritten) from padded xp and dy."""
+def conv2d_backprop_filter_shift_kernel(xp, dye, dh, dw, dwt, Ho, Wo, block_lo, block_hi):
+    """Stride-1 filter gradient dwt (kh, kw, C, Co) (overwritten) from padded xp and dye =
+    _dy_on_anchors(dy), summed over the anchors of blocks block_lo..block_hi."""
     N, Hp, Wp, C = xp.shape
     kh, kw, _, Co = dwt.shape
-    _, Ho, Wo, _ = dy.shape
-    P = _anchor_count(N, Hp, Wp, Ho, Wo)
-    dye = _dy_on_anchors(dy, Hp, Wp)
+    P = min(_anchor_count(N, Hp, Wp, Ho, Wo), block_hi * _SHIFT_ROWS)
     df = dye.reshape(dye.size)
     xf = xp.reshape(xp.size)
     wf = dwt.reshape(dwt.size)
     wf[:] = 0
-    for p0 in range(0, P, _SHIFT_ROWS):
+    for p0 in range(block_lo * _SHIFT_ROWS, P, _SHIFT_ROWS):
         m = min(_SHIFT_ROWS, P - p0)
         for i in range(kh):
             for j in range(kw):
@@ -578,8 +584,9 @@ def _winograd_output_tiles(m, t0, t1, nth, ntw, out, rbuf):
 
 
 @_jit
-def conv2d_winograd_kernel(x, u, pt, pl, out, tiles):
-    """out[n, oh, ow] = sum_{i,j<3} x[n, oh - pt + i, ow - pl + j] @ g[i, j], zero outside x.
+def conv2d_winograd_kernel(x, u, pt, pl, out, tiles, tile_lo, tile_hi):
+    """out[n, oh, ow] = sum_{i,j<3} x[n, oh - pt + i, ow - pl + j] @ g[i, j], zero outside x,
+    for the 2x2 output tiles tile_lo..tile_hi (tile (n * nth + th) * ntw + tw).
 
     x: (N, H, W, C); u: winograd_filter_transform(g) (16, C, Co); out: (N, Ho, Wo, Co), any
     Ho, Wo >= 1 (the caller picks them and pt, pl); tiles: 2x2 output tiles per chunk (>= 1).
@@ -588,8 +595,8 @@ def conv2d_winograd_kernel(x, u, pt, pl, out, tiles):
     _, Ho, Wo, Co = out.shape
     nth = (Ho + 1) // 2
     ntw = (Wo + 1) // 2
-    T = N * nth * ntw
-    tc = max(1, min(tiles, T))
+    T = tile_hi
+    tc = max(1, min(tiles, T - tile_lo))
     v = np.empty((16, tc, C), x.dtype)
     m = np.empty((16, tc, Co), x.dtype)
     patch = np.empty(16 * C, x.dtype)
@@ -597,7 +604,7 @@ def conv2d_winograd_kernel(x, u, pt, pl, out, tiles):
     vf = v.reshape(v.size)
     mf = m.reshape(m.size)
     uf = u.reshape(u.size)
-    for t0 in range(0, T, tc):
+    for t0 in range(tile_lo, T, tc):
         t1 = min(t0 + tc, T)
         _winograd_input_tiles(x, t0, t1, nth, ntw, pt, pl, v, patch)
         for k in range(16):
@@ -672,15 +679,16 @@ def winograd_filter_transform_adjoint(du):
 
 
 @_jit
-def conv2d_backprop_filter_winograd_kernel(x, dy, pt, pl, tiles):
-    """Filter gradient (3, 3, C, Co) of conv2d_winograd_kernel(x, ., pt, pl, out) for dy = dout:
-    the adjoint of each Winograd stage, with dU[k] = sum over tiles of V[k]^T dM[k]."""
+def conv2d_backprop_filter_winograd_kernel(x, dy, pt, pl, tiles, tile_lo, tile_hi):
+    """dU[k] = sum over the tiles tile_lo..tile_hi of V[k]^T dM[k] (16, C, Co), for the filter
+    gradient of conv2d_winograd_kernel(x, ., pt, pl, out) with dy = dout: the adjoint of each
+    Winograd stage; winograd_filter_transform_adjoint(sum of dU over all tiles) is the gradient."""
     N, H, W, C = x.shape
     _, Ho, Wo, Co = dy.shape
     nth = (Ho + 1) // 2
     ntw = (Wo + 1) // 2
-    T = N * nth * ntw
-    tc = max(1, min(tiles, T))
+    T = tile_hi
+    tc = max(1, min(tiles, T - tile_lo))
     v = np.empty((16, tc, C), x.dtype)
     dm = np.empty((16, tc, Co), x.dtype)
     du = np.zeros((16, C, Co), x.dtype)
@@ -690,14 +698,14 @@ def conv2d_backprop_filter_winograd_kernel(x, dy, pt, pl, tiles):
     vf = v.reshape(v.size)
     mf = dm.reshape(dm.size)
     uf = du.reshape(du.size)
-    for t0 in range(0, T, tc):
+    for t0 in range(tile_lo, T, tc):
         t1 = min(t0 + tc, T)
         _winograd_input_tiles(x, t0, t1, nth, ntw, pt, pl, v, patch)
         _winograd_output_grad_tiles(dy, t0, t1, nth, ntw, dm, ybuf, ebuf)
         for k in range(16):
             gemm(True, False, C, Co, t1 - t0, 1.0, vf[k * tc * C:], C, mf[k * tc * Co:], Co,
                  1.0, uf[k * C * Co:], Co)
-    return winograd_filter_transform_adjoint(du)
+    return du
 
 
 # ---- Winograd F(2x2, 5x5) (5x5 filters, stride 1, dilation 1) ---------------------------------
@@ -967,8 +975,9 @@ def _w5_output_bands(m, b0, b1, nth, ntw, out, r, at):
 
 
 @_jit
-def conv2d_winograd5_kernel(xs, u, out, tiles, bt, at):
-    """out[n, oh, ow] = sum_{i,j<5} x[n, oh - pt + i, ow - pl + j] @ g[i, j], zero outside x.
+def conv2d_winograd5_kernel(xs, u, out, tiles, bt, at, band_lo, band_hi):
+    """out[n, oh, ow] = sum_{i,j<5} x[n, oh - pt + i, ow - pl + j] @ g[i, j], zero outside x,
+    for the output rows of bands band_lo..band_hi (band n * nth + th: rows 2 th, 2 th + 1).
 
     xs: _w5_split(x, pt, pl, 2 nth + 4, ntw + 2) with nth, ntw = ceil(Ho / 2), ceil(Wo / 2);
     u: winograd5_filter_transform(g) (36, C, Co); out: (N, Ho, Wo, Co), Ho, Wo >= 1; tiles:
@@ -978,8 +987,7 @@ def conv2d_winograd5_kernel(xs, u, out, tiles, bt, at):
     _, Ho, Wo, Co = out.shape
     nth = (Ho + 1) // 2
     ntw = wh - 2
-    bands = out.shape[0] * nth  # band n * nth + th: output rows 2 th, 2 th + 1 of image n
-    bpc = max(1, min(tiles // ntw, bands))  # bands per chunk
+    bpc = max(1, min(tiles // ntw, band_hi - band_lo))  # bands per chunk
     tc = bpc * ntw
     v = np.empty((36, tc, C), xs.dtype)
     m = np.empty((36, tc, Co), xs.dtype)
@@ -988,8 +996,8 @@ def conv2d_winograd5_kernel(xs, u, out, tiles, bt, at):
     vf = v.reshape(v.size)
     mf = m.reshape(m.size)
     uf = u.reshape(u.size)
-    for b0 in range(0, bands, bpc):
-        b1 = min(b0 + bpc, bands)
+    for b0 in range(band_lo, band_hi, bpc):
+        b1 = min(b0 + bpc, band_hi)
         _w5_input_bands(xs, b0, b1, nth, v, tmp, bt)
         for q in range(36):
             gemm(False, False, (b1 - b0) * ntw, Co, C, 1.0, vf[q * tc * C:], C,
@@ -1021,17 +1029,16 @@ def _w5_output_grad_bands(dys, b0, b1, nth, dm, e, at):
 
 
 @_jit
-def conv2d_backprop_filter_winograd5_kernel(xs, dys, tiles, bt, at):
-    """dU = sum over tiles of V[q]^T dM[q] (36, C, Co) for the filter gradient of
-    conv2d_winograd5_kernel with dy = dout: the adjoint of the output stage gives dM, and
-    winograd5_filter_transform_adjoint(dU) the gradient.
+def conv2d_backprop_filter_winograd5_kernel(xs, dys, tiles, bt, at, band_lo, band_hi):
+    """dU = sum over the tiles of bands band_lo..band_hi of V[q]^T dM[q] (36, C, Co) for the
+    filter gradient of conv2d_winograd5_kernel with dy = dout: the adjoint of the output stage
+    gives dM, and winograd5_filter_transform_adjoint(sum of dU over all bands) the gradient.
 
     xs: as for conv2d_winograd5_kernel; dys: _w5_split(dy, 0, 0, 2 nth, ntw)."""
     _, _, _, wh, C = xs.shape
     _, hs, _, ntw, Co = dys.shape
     nth = hs // 2
-    bands = xs.shape[0] * nth
-    bpc = max(1, min(tiles // ntw, bands))
+    bpc = max(1, min(tiles // ntw, band_hi - band_lo))
     tc = bpc * ntw
     v = np.empty((36, tc, C), xs.dtype)
     dm = np.empty((36, tc, Co), xs.dtype)
@@ -1041,8 +1048,8 @@ def conv2d_backprop_filter_winograd5_kernel(xs, dys, tiles, bt, at):
     vf = v.reshape(v.size)
     mf = dm.reshape(dm.size)
     uf = du.reshape(du.size)
-    for b0 in range(0, bands, bpc):
-        b1 = min(b0 + bpc, bands)
+    for b0 in range(band_lo, band_hi, bpc):
+        b1 = min(b0 + bpc, band_hi)
         _w5_input_bands(xs, b0, b1, nth, v, tmp, bt)
         _w5_output_grad_bands(dys, b0, b1, nth, dm, e, at)
         for q in range(36):
@@ -1058,7 +1065,8 @@ def _conv_winograd5(x, w, pt, pl, out):
     xs = _w5_split(x, pt, pl, 2 * nth + 4, ntw + 2)
     u = winograd5_filter_transform(w, _W5_G)
     bt, at = _W5_BT.astype(x.dtype), _W5_AT.astype(x.dtype)
-    conv2d_winograd5_kernel(xs, u, out, _W5_TILES, bt, at)
+    _split(lambda lo, hi: conv2d_winograd5_kernel(xs, u, out, _W5_TILES, bt, at, lo, hi),
+           N * nth, 2 * Wo * Co * 25 * x.shape[3])
 
 
 def _filter_grad_winograd5(x, dy, pt, pl):
@@ -1068,7 +1076,9 @@ def _filter_grad_winograd5(x, dy, pt, pl):
     xs = _w5_split(x, pt, pl, 2 * nth + 4, ntw + 2)
     dys = _w5_split(dy, 0, 0, 2 * nth, ntw)
     bt, at = _W5_BT.astype(x.dtype), _W5_AT.astype(x.dtype)
-    du = conv2d_backprop_filter_winograd5_kernel(xs, dys, _W5_TILES, bt, at)
+    du = _split(
+        lambda lo, hi: conv2d_backprop_filter_winograd5_kernel(xs, dys, _W5_TILES, bt, at, lo, hi),
+        N * nth, 2 * Wo * Co * 25 * x.shape[3])
     return winograd5_filter_transform_adjoint(du, _W5_G)
 
 
@@ -1083,6 +1093,24 @@ def _use_winograd5(kh, kw, strides, dilations, cin, cout):
 
 
 # ---- conv public API -------------------------------------------------------------------------
+# A thread's part of a kernel does at least this much work, in multiply-adds of a direct
+# convolution (a pooling window's cell counts as _POOL_CELL_WORK): handing a part to another
+# thread costs 20-40 us on a virtual machine (GIL hand-offs), so smaller parts are not worth it.
+_PART_WORK = 1 << 22
+_POOL_CELL_WORK = 32
+
+
+def _split(part, n, work_per_item):
+    """part(lo, hi) over parts of range(n) (items of ``work_per_item`` work each) run on the
+    kernel threads; the parts' results summed (each part returns an array of its own, or None)."""
+    results = threads.split(part, n, -(-_PART_WORK // max(1, work_per_item)))
+    total = results[0]
+    if total is not None:
+        for r in results[1:]:
+            total += r
+    return total
+
+
 def _check(ok, op, a, b):
     # The framework validates and reports properly; this only keeps BLAS and the loops from
     # reading out of bounds when a caller gets it wrong.
@@ -1124,7 +1152,7 @@ def conv2d(x, w, strides=(1, 1), padding="VALID", dilations=(1, 1)):
         return out
     dh, dw = dilations
     if _use_winograd(kh, kw, strides, dilations, C, Co):
-        conv2d_winograd_kernel(x, winograd_filter_transform(w), pt, pl, out, _WINO_TILES)
+        _conv_winograd(x, winograd_filter_transform(w), pt, pl, out)
         return out
     if _use_winograd5(kh, kw, strides, dilations, C, Co):
         _conv_winograd5(x, w, pt, pl, out)
@@ -1134,16 +1162,30 @@ def conv2d(x, w, strides=(1, 1), padding="VALID", dilations=(1, 1)):
         pb = (Ho - 1) + (kh - 1) * dh + 1 - H - pt
         pr = (Wo - 1) + (kw - 1) * dw + 1 - W - pl
         xp = _pad_input(x, pt, max(pb, 0), pl, max(pr, 0))
-        conv2d_shift_kernel(xp, w, dh, dw, out)
+        blocks = -(-_anchor_count(N, *xp.shape[1:3], Ho, Wo) // _SHIFT_ROWS)
+        _split(lambda lo, hi: conv2d_shift_kernel(xp, w, dh, dw, out, lo, hi), blocks,
+               _SHIFT_ROWS * Co * kh * kw * C)
         return out
     K = kh * kw * C
+    sh, sw = strides
+    w2 = w.reshape(K, Co)
     if _use_patch_t(C):
-        conv2d_im2col_t_kernel(x, w.reshape(K, Co), kh, kw, strides[0], strides[1], dh, dw, pt,
-                               pl, out, _rows_per_chunk_t(K, Wo))
+        rows = _rows_per_chunk_t(K, Wo)
+        _split(lambda lo, hi: conv2d_im2col_t_kernel(x, w2, kh, kw, sh, sw, dh, dw, pt, pl, out,
+                                                     rows, lo, hi), N * Ho, Wo * Co * K)
         return out
-    conv2d_im2col_kernel(x, w.reshape(K, Co), kh, kw, strides[0], strides[1], dh, dw, pt, pl,
-                         out, _rows_per_chunk(K, Wo))
+    rows = _rows_per_chunk(K, Wo)
+    _split(lambda lo, hi: conv2d_im2col_kernel(x, w2, kh, kw, sh, sw, dh, dw, pt, pl, out, rows,
+                                               lo, hi), N * Ho, Wo * Co * K)
     return out
+
+
+def _conv_winograd(x, u, pt, pl, out):
+    """out = stride-1 correlation of x with the 3x3 filter whose transform is u (pads pt, pl)."""
+    N, Ho, Wo, Co = out.shape
+    tiles = N * ((Ho + 1) // 2) * ((Wo + 1) // 2)
+    _split(lambda lo, hi: conv2d_winograd_kernel(x, u, pt, pl, out, _WINO_TILES, lo, hi), tiles,
+           4 * Co * 9 * x.shape[3])
 
 
 def conv2d_backprop_input(input_shape, w, dy, strides=(1, 1), padding="VALID",
@@ -1167,8 +1209,7 @@ def conv2d_backprop_input(input_shape, w, dy, strides=(1, 1), padding="VALID",
     if _use_winograd(kh, kw, strides, dilations, C, Co):
         # stride-1 input gradient = correlation of dy with the flipped, transposed filter
         wt = np.ascontiguousarray(w[::-1, ::-1].transpose(0, 1, 3, 2))
-        conv2d_winograd_kernel(dy, winograd_filter_transform(wt), kh - 1 - pt, kw - 1 - pl, dx,
-                               _WINO_TILES)
+        _conv_winograd(dy, winograd_filter_transform(wt), kh - 1 - pt, kw - 1 - pl, dx)
         return dx
     if _use_winograd5(kh, kw, strides, dilations, C, Co):
         wt = np.ascontiguousarray(w[::-1, ::-1].transpose(0, 1, 3, 2))
@@ -1208,25 +1249,38 @@ def conv2d_backprop_filter(x, filter_shape, dy, strides=(1, 1), padding="VALID",
     if kh * kw * C * Co == 0 or dy.size == 0 or x.size == 0:
         return np.zeros((kh, kw, C, Co), x.dtype)
     if _use_winograd(kh, kw, strides, dilations, C, Co):
-        return conv2d_backprop_filter_winograd_kernel(x, dy, pt, pl, _WINO_TILES)
+        tiles = N * ((Ho + 1) // 2) * ((Wo + 1) // 2)
+        du = _split(lambda lo, hi: conv2d_backprop_filter_winograd_kernel(
+            x, dy, pt, pl, _WINO_TILES, lo, hi), tiles, 4 * Co * 9 * C)
+        return winograd_filter_transform_adjoint(du)
     if _use_winograd5(kh, kw, strides, dilations, C, Co):
         return _filter_grad_winograd5(x, dy, pt, pl)
-    dwt = np.empty((kh, kw, C, Co), x.dtype)  # the kernels below overwrite it
+    # Each thread's part overwrites a gradient of its own; the parts are summed.
     if _use_shift_filter(kh, kw, strides, C):
         pb = max((Ho - 1) + (kh - 1) * dh + 1 - H - pt, 0)
         pr = max((Wo - 1) + (kw - 1) * dw + 1 - W - pl, 0)
         xp = _pad_input(x, pt, pb, pl, pr)
-        conv2d_backprop_filter_shift_kernel(xp, dy, dh, dw, dwt)
-        return dwt
+        dye = _dy_on_anchors(dy, xp.shape[1], xp.shape[2])
+
+        def shift_part(lo, hi):
+            dwt = np.empty((kh, kw, C, Co), x.dtype)
+            conv2d_backprop_filter_shift_kernel(xp, dye, dh, dw, dwt, Ho, Wo, lo, hi)
+            return dwt
+
+        blocks = -(-_anchor_count(N, xp.shape[1], xp.shape[2], Ho, Wo) // _SHIFT_ROWS)
+        return _split(shift_part, blocks, _SHIFT_ROWS * Co * kh * kw * C)
     K = kh * kw * C
+    sh, sw = strides
+    kernel, rows = conv2d_backprop_filter_im2col_kernel, _rows_per_chunk(K, Wo)
     if _use_patch_t(C):
-        conv2d_backprop_filter_im2col_t_kernel(x, dy, kh, kw, strides[0], strides[1], dh, dw,
-                                               pt, pl, dwt.reshape(K, Co),
-                                               _rows_per_chunk_t(K, Wo))
-        return dwt
-    conv2d_backprop_filter_im2col_kernel(x, dy, kh, kw, strides[0], strides[1], dh, dw, pt, pl,
-                                         dwt.reshape(K, Co), _rows_per_chunk(K, Wo))
-    return dwt
+        kernel, rows = conv2d_backprop_filter_im2col_t_kernel, _rows_per_chunk_t(K, Wo)
+
+    def rows_part(lo, hi):
+        dw2 = np.empty((K, Co), x.dtype)
+        kernel(x, dy, kh, kw, sh, sw, dh, dw, pt, pl, dw2, rows, lo, hi)
+        return dw2
+
+    return _split(rows_part, N * Ho, Wo * Co * K).reshape(kh, kw, C, Co)
 
 
 # ---- pooling ---------------------------------------------------------------------------------
@@ -1242,14 +1296,15 @@ def _pool_geometry(x_shape, ksize, strides, padding):
 
 
 @_jit
-def max_pool2d_kernel(x, kh, kw, sh, sw, pt, pl, out):
-    """out (N, Ho, Wo, C) = max of x (N, H, W, C) over each window's in-image cells; NaN wins.
+def max_pool2d_kernel(x, kh, kw, sh, sw, pt, pl, out, n_lo, n_hi):
+    """out (N, Ho, Wo, C) = max of x (N, H, W, C) over each window's in-image cells, for the
+    images n_lo..n_hi; NaN wins.
 
     Every window must hold at least one in-image cell (true for 'SAME' and 'VALID').
     """
     _, H, W, C = x.shape
-    N, Ho, Wo, _ = out.shape
-    for n in range(N):
+    _, Ho, Wo, _ = out.shape
+    for n in range(n_lo, n_hi):
         for oh in range(Ho):
             h0 = oh * sh - pt
             for ow in range(Wo):
@@ -1271,68 +1326,75 @@ def max_pool2d_kernel(x, kh, kw, sh, sw, pt, pl, out):
 
 
 @_jit
-def max_pool2d_argmax_kernel(x, kh, kw, sh, sw, pt, pl, arg):
-    """arg (N, Ho, Wo, C) int64 = flat index into x of each window's first maximum (first NaN
-    wins), i.e. ((n * H + ih) * W + iw) * C + c.
+def _window_first_max(x, n, h0, w0, kh, kw, best, pos):
+    """pos[c] = flat index into x of the first maximum of channel c (the first NaN, if any) in the
+    window at (h0, w0) of image n, i.e. ((n * H + ih) * W + iw) * C + c; best: (C,) scratch.
 
     The same choice as max_pool2d_kernel: the first cell in row-major window order whose value
     is strictly greater than every earlier one.
     """
     _, H, W, C = x.shape
-    N, Ho, Wo, _ = arg.shape
-    best = np.empty(C, x.dtype)
-    for n in range(N):
-        for oh in range(Ho):
-            h0 = oh * sh - pt
-            for ow in range(Wo):
-                w0 = ow * sw - pl
-                a = arg[n, oh, ow]
-                first = True
-                for ih in range(max(h0, 0), min(h0 + kh, H)):
-                    for iw in range(max(w0, 0), min(w0 + kw, W)):
-                        src = x[n, ih, iw]
-                        pos = ((n * H + ih) * W + iw) * C
-                        if first:
-                            for c in range(C):
-                                best[c] = src[c]
-                                a[c] = pos + c
-                            first = False
-                        else:
-                            for c in range(C):
-                                v = src[c]
-                                m = best[c]
-                                if (v > m) | ((v != v) & (m == m)):
-                                    best[c] = v
-                                    a[c] = pos + c
+    first = True
+    for ih in range(max(h0, 0), min(h0 + kh, H)):
+        for iw in range(max(w0, 0), min(w0 + kw, W)):
+            src = x[n, ih, iw]
+            at = ((n * H + ih) * W + iw) * C
+            if first:
+                for c in range(C):
+                    best[c] = src[c]
+                    pos[c] = at + c
+                first = False
+            else:
+                for c in range(C):
+                    v = src[c]
+                    m = best[c]
+                    if (v > m) | ((v != v) & (m == m)):
+                        best[c] = v
+                        pos[c] = at + c
 
 
 @_jit
-def pool_scatter_add_kernel(arg, dy, dx):
-    """dx.flat[arg] += dy (elementwise over arg/dy, which share a shape); dx pre-zeroed."""
-    af = arg.reshape(arg.size)
-    yf = dy.reshape(dy.size)
+def max_pool2d_grad_kernel(x, dy, kh, kw, sh, sw, pt, pl, dx, n_lo, n_hi):
+    """dx = the gradient of max_pool2d for dy (N, Ho, Wo, C), for the images n_lo..n_hi: each dy
+    added at its window's first maximum in x, zero elsewhere."""
+    _, Ho, Wo, C = dy.shape
     xf = dx.reshape(dx.size)
-    for i in range(af.size):
-        xf[af[i]] += yf[i]
+    best = np.empty(C, x.dtype)
+    pos = np.empty(C, np.int64)
+    for n in range(n_lo, n_hi):
+        dx[n] = 0
+        for oh in range(Ho):
+            for ow in range(Wo):
+                _window_first_max(x, n, oh * sh - pt, ow * sw - pl, kh, kw, best, pos)
+                g = dy[n, oh, ow]
+                for c in range(C):
+                    xf[pos[c]] += g[c]
 
 
 @_jit
-def pool_gather_kernel(arg, src, out):
-    """out = src.flat[arg] (elementwise over arg/out, which share a shape)."""
-    af = arg.reshape(arg.size)
-    sf = src.reshape(src.size)
-    of = out.reshape(out.size)
-    for i in range(af.size):
-        of[i] = sf[af[i]]
+def max_pool2d_grad_grad_kernel(x, ddx, kh, kw, sh, sw, pt, pl, out, n_lo, n_hi):
+    """out (N, Ho, Wo, C) = ddx read at each window's first maximum in x, images n_lo..n_hi."""
+    _, Ho, Wo, C = out.shape
+    df = ddx.reshape(ddx.size)
+    best = np.empty(C, x.dtype)
+    pos = np.empty(C, np.int64)
+    for n in range(n_lo, n_hi):
+        for oh in range(Ho):
+            for ow in range(Wo):
+                _window_first_max(x, n, oh * sh - pt, ow * sw - pl, kh, kw, best, pos)
+                dst = out[n, oh, ow]
+                for c in range(C):
+                    dst[c] = df[pos[c]]
 
 
 @_jit
-def avg_pool2d_kernel(x, kh, kw, sh, sw, pt, pl, out):
-    """out = mean of x over each window's in-image cells (padding cells are not counted)."""
+def avg_pool2d_kernel(x, kh, kw, sh, sw, pt, pl, out, n_lo, n_hi):
+    """out = mean of x over each window's in-image cells (padding cells are not counted), for
+    the images n_lo..n_hi."""
     _, H, W, C = x.shape
-    N, Ho, Wo, _ = out.shape
+    _, Ho, Wo, _ = out.shape
     acc = np.empty(C, np.float64)
-    for n in range(N):
+    for n in range(n_lo, n_hi):
         for oh in range(Ho):
             h0 = oh * sh - pt
             hs, he = max(h0, 0), min(h0 + kh, H)
@@ -1352,11 +1414,12 @@ def avg_pool2d_kernel(x, kh, kw, sh, sw, pt, pl, out):
 
 
 @_jit
-def avg_pool2d_grad_kernel(dy, kh, kw, sh, sw, pt, pl, dx):
-    """dx (pre-zeroed) += dy / count spread over each window's in-image cells."""
-    N, Ho, Wo, C = dy.shape
+def avg_pool2d_grad_kernel(dy, kh, kw, sh, sw, pt, pl, dx, n_lo, n_hi):
+    """dx = dy / count spread over each window's in-image cells, for the images n_lo..n_hi."""
+    _, Ho, Wo, C = dy.shape
     _, H, W, _ = dx.shape
-    for n in range(N):
+    for n in range(n_lo, n_hi):
+        dx[n] = 0
         for oh in range(Ho):
             h0 = oh * sh - pt
             hs, he = max(h0, 0), min(h0 + kh, H)
@@ -1372,6 +1435,14 @@ def avg_pool2d_grad_kernel(dy, kh, kw, sh, sw, pt, pl, dx):
                             dst[c] += g[c] / count
 
 
+def _per_image(kernel, args, out, ksize):
+    """kernel(*args, out, n_lo, n_hi) over the images of out (N, ...), split over the threads."""
+    if out.size:
+        _split(lambda lo, hi: kernel(*args, out, lo, hi), out.shape[0],
+               out.size // out.shape[0] * ksize[0] * ksize[1] * _POOL_CELL_WORK)
+    return out
+
+
 def max_pool2d(x, ksize, strides, padding):
     """tf.nn.max_pool2d (NHWC): x (N, H, W, C) float/int; ksize, strides (h, w) ints >= 1.
 
@@ -1380,17 +1451,7 @@ def max_pool2d(x, ksize, strides, padding):
     x = np.ascontiguousarray(x)
     Ho, Wo, pt, pl = _pool_geometry(x.shape, ksize, strides, padding)
     out = np.empty((x.shape[0], Ho, Wo, x.shape[3]), x.dtype)
-    if out.size:
-        max_pool2d_kernel(x, ksize[0], ksize[1], strides[0], strides[1], pt, pl, out)
-    return out
-
-
-def _pool_argmax(x, ksize, strides, padding):
-    Ho, Wo, pt, pl = _pool_geometry(x.shape, ksize, strides, padding)
-    arg = np.zeros((x.shape[0], Ho, Wo, x.shape[3]), np.int64)
-    if arg.size:
-        max_pool2d_argmax_kernel(x, ksize[0], ksize[1], strides[0], strides[1], pt, pl, arg)
-    return arg
+    return _per_image(max_pool2d_kernel, (x, *ksize, *strides, pt, pl), out, ksize)
 
 
 def max_pool2d_grad(x, y, dy, ksize, strides, padding):
@@ -1401,12 +1462,13 @@ def max_pool2d_grad(x, y, dy, ksize, strides, padding):
     """
     x = np.ascontiguousarray(x)
     dy = np.ascontiguousarray(dy)
-    arg = _pool_argmax(x, ksize, strides, padding)
-    _check(dy.shape == arg.shape, "max_pool2d_grad", x, dy)
-    dx = np.zeros(x.shape, dy.dtype)
-    if dy.size:
-        pool_scatter_add_kernel(arg, dy, dx)
-    return dx
+    Ho, Wo, pt, pl = _pool_geometry(x.shape, ksize, strides, padding)
+    _check(dy.shape == (x.shape[0], Ho, Wo, x.shape[3]), "max_pool2d_grad", x, dy)
+    dx = np.empty(x.shape, dy.dtype)
+    if dy.size == 0:
+        dx[:] = 0
+        return dx
+    return _per_image(max_pool2d_grad_kernel, (x, dy, *ksize, *strides, pt, pl), dx, ksize)
 
 
 def max_pool2d_grad_grad(x, y, ddx, ksize, strides, padding):
@@ -1417,11 +1479,9 @@ def max_pool2d_grad_grad(x, y, ddx, ksize, strides, padding):
     x = np.ascontiguousarray(x)
     ddx = np.ascontiguousarray(ddx)
     _check(ddx.shape == x.shape, "max_pool2d_grad_grad", x, ddx)
-    arg = _pool_argmax(x, ksize, strides, padding)
-    out = np.empty(arg.shape, ddx.dtype)
-    if out.size:
-        pool_gather_kernel(arg, ddx, out)
-    return out
+    Ho, Wo, pt, pl = _pool_geometry(x.shape, ksize, strides, padding)
+    out = np.empty((x.shape[0], Ho, Wo, x.shape[3]), ddx.dtype)
+    return _per_image(max_pool2d_grad_grad_kernel, (x, ddx, *ksize, *strides, pt, pl), out, ksize)
 
 
 def avg_pool2d(x, ksize, strides, padding):
@@ -1429,9 +1489,7 @@ def avg_pool2d(x, ksize, strides, padding):
     x = np.ascontiguousarray(x)
     Ho, Wo, pt, pl = _pool_geometry(x.shape, ksize, strides, padding)
     out = np.empty((x.shape[0], Ho, Wo, x.shape[3]), x.dtype)
-    if out.size:
-        avg_pool2d_kernel(x, ksize[0], ksize[1], strides[0], strides[1], pt, pl, out)
-    return out
+    return _per_image(avg_pool2d_kernel, (x, *ksize, *strides, pt, pl), out, ksize)
 
 
 def avg_pool2d_grad(input_shape, dy, ksize, strides, padding):
@@ -1440,10 +1498,11 @@ def avg_pool2d_grad(input_shape, dy, ksize, strides, padding):
     shape = tuple(int(s) for s in input_shape)
     Ho, Wo, pt, pl = _pool_geometry(shape, ksize, strides, padding)
     _check(dy.shape == (shape[0], Ho, Wo, shape[3]), "avg_pool2d_grad", dy, dy)
-    dx = np.zeros(shape, dy.dtype)
-    if dy.size and dx.size:
-        avg_pool2d_grad_kernel(dy, ksize[0], ksize[1], strides[0], strides[1], pt, pl, dx)
-    return dx
+    dx = np.empty(shape, dy.dtype)
+    if dy.size == 0:
+        dx[:] = 0
+        return dx
+    return _per_image(avg_pool2d_grad_kernel, (dy, *ksize, *strides, pt, pl), dx, ksize)
 
 
 # ---- softmax and cross-entropy (over the last axis) -----------------------------------------

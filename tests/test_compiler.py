@@ -342,3 +342,152 @@ def test_max_and_min_reductions_join_the_loop_with_nan_and_empty_semantics():
     empty = tf.function(lambda x: tf.reduce_max(x * 2.0, axis=0))
     cf, compiled, reference = _both(empty, tf.constant(np.zeros((0, 3), np.float32)))
     np.testing.assert_array_equal(compiled[0], reference[0])
+
+
+@pytest.fixture
+def split_small_groups(monkeypatch):
+    """Groups of 4 elements and more split over 3 threads, update variables in place and take
+    in the products they alone read."""
+    from ops import threads
+    monkeypatch.setattr(compiler, "PART_MIN_ELEMENTS", 4)
+    monkeypatch.setattr(compiler, "PART_ELEMENTS", 1)
+    monkeypatch.setattr(compiler, "PRODUCT_MIN_ELEMENTS", 4)
+    monkeypatch.setattr(compiler, "PRODUCT_BLOCK_ELEMENTS", 8)   # blocks of 1-2 rows
+    saved = threads.get_num_threads()
+    threads.set_num_threads(3)
+    yield
+    threads.set_num_threads(saved)
+
+
+def test_large_groups_split_their_loop_over_threads(split_small_groups):
+    def f(x, b):
+        return tf.tanh(x * 2.0 + b) - x, x * b
+
+    g = tf.function(f)
+    x, b = tf.constant(_rand(7, 5)), tf.constant(_rand(5, seed=2))
+    cf, compiled, reference = _both(g, x, b)
+    assert "lo, hi):" in cf.kernel_source and "_split_call" in cf.kernel_source
+    for c, r in zip(compiled, reference):
+        np.testing.assert_allclose(c, r, rtol=1e-6)
+    for got, want in zip(g(x, b), f(x, b)):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+def test_variable_updates_write_in_place_while_nobody_else_holds_the_array(split_small_groups):
+    v = tf.Variable(np.arange(30, dtype=np.float32).reshape(6, 5))
+    m = tf.Variable(np.zeros((6, 5), np.float32))
+
+    @tf.function
+    def step(g):
+        m.assign(0.9 * m + g)
+        v.assign_sub(0.5 * m)
+
+    g = tf.ones((6, 5))
+    expected_v, expected_m = v.numpy().copy(), m.numpy().copy()
+
+    def expect():
+        nonlocal expected_v, expected_m
+        expected_m = np.float32(0.9) * expected_m + np.float32(1)
+        expected_v = expected_v - np.float32(0.5) * expected_m
+
+    step(g)   # the first update: the arrays are the initial values', shared
+    expect()
+    assert "_value_unshared" in step.get_concrete_function(g).kernel_source
+    arrays = id(v._value), id(m._value)   # (holding the arrays would make them shared)
+    for _ in range(3):
+        step(g)
+        expect()
+        assert (id(v._value), id(m._value)) == arrays   # written in place
+    np.testing.assert_allclose(v.numpy(), expected_v, rtol=1e-6)
+    np.testing.assert_allclose(m.numpy(), expected_m, rtol=1e-6)
+    np.testing.assert_array_equal(v.initial_value.numpy(),
+                                  np.arange(30, dtype=np.float32).reshape(6, 5))
+
+    # Copy-on-write: a value read before a call keeps its numbers.
+    for read in (lambda: v.read_value(), lambda: v.numpy(), lambda: np.asarray(v)[1:]):
+        held = read()
+        kept = np.array(held)
+        step(g)
+        expect()
+        np.testing.assert_array_equal(np.asarray(held), kept)
+        np.testing.assert_allclose(v.numpy(), expected_v, rtol=1e-6)
+
+
+def test_in_place_updates_keep_the_old_value_where_the_graph_still_reads_it(split_small_groups):
+    v = tf.Variable(_rand(6, 5))
+
+    @tf.function
+    def same_loop():          # old read by the updating loop itself
+        old = v.read_value()
+        v.assign(old * 2.0)
+        return old + 1.0
+
+    @tf.function
+    def returned():           # old returned
+        old = v.read_value()
+        v.assign(old * 2.0)
+        return old
+
+    @tf.function
+    def read_later():         # old read by a later step
+        old = v.read_value()
+        v.assign(old * 2.0)
+        return tf.matmul(old, tf.ones((5, 1)))
+
+    for fn, result in ((same_loop, lambda old: old + 1), (returned, lambda old: old),
+                       (read_later, lambda old: old @ np.ones((5, 1), np.float32))):
+        for _ in range(3):
+            old = v.numpy().copy()
+            got = fn().numpy()
+            np.testing.assert_allclose(got, result(old), rtol=1e-6)
+            np.testing.assert_allclose(v.numpy(), old * 2, rtol=1e-6)
+
+
+def test_a_product_only_a_split_group_reads_is_computed_inside_its_parts(split_small_groups):
+    x, dz = _rand(4, 6, seed=3), _rand(4, 5, seed=4)
+    v = tf.Variable(_rand(6, 5, seed=5))
+    m = tf.Variable(np.zeros((6, 5), np.float32))
+
+    @tf.function
+    def step(x, dz):
+        g = tf.matmul(x, dz, transpose_a=True)      # (6, 5), read by the update loop only
+        m.assign(0.9 * m + g)
+        v.assign_sub(0.5 * m)
+
+    @tf.function
+    def returned(x, dz):
+        g = tf.matmul(x, dz, transpose_a=True)      # returned too: computed whole
+        v.assign_sub(0.5 * g)
+        return g
+
+    expected_v, expected_m = v.numpy().astype(np.float64), np.zeros((6, 5))
+    g = x.T.astype(np.float64) @ dz
+    for _ in range(3):
+        step(tf.constant(x), tf.constant(dz))
+        expected_m = 0.9 * expected_m + g
+        expected_v = expected_v - 0.5 * expected_m
+    assert "_split_call_with_product" in step.get_concrete_function(x, dz).kernel_source
+    np.testing.assert_allclose(m.numpy(), expected_m, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(v.numpy(), expected_v, rtol=1e-5, atol=1e-6)
+
+    before = v.numpy().astype(np.float64)
+    got = returned(tf.constant(x), tf.constant(dz)).numpy()
+    assert "_split_call_with_product" not in returned.get_concrete_function(x, dz).kernel_source
+    np.testing.assert_allclose(got, g, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(v.numpy(), before - 0.5 * g, rtol=1e-5, atol=1e-6)
+
+
+def test_a_product_of_a_variable_updated_in_place_is_computed_before_the_update(
+        split_small_groups):
+    w = tf.Variable(_rand(6, 6, seed=6))
+    x = tf.constant(_rand(6, 6, seed=7))
+
+    @tf.function
+    def step():
+        w.assign(w - 0.1 * tf.matmul(w, x))   # the product reads w, which the loop overwrites
+
+    for _ in range(3):
+        old = w.numpy().astype(np.float64)
+        step()
+        np.testing.assert_allclose(w.numpy(), old - 0.1 * old @ x.numpy(), rtol=1e-5,
+                                   atol=1e-6)

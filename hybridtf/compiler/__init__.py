@@ -10,11 +10,16 @@ assigned variables written back at the end.
   go into one module written by ``ops.codegen.load_source`` (keyed by a hash of its source, so
   equal plans share a file and Numba's disk cache);
 * the driver is straight-line Python generated for the plan (slots are local variables; kernels,
-  attrs and captures are bound as globals), so a call costs little more than the kernel calls.
+  attrs and captures are bound as globals), so a call costs little more than the kernel calls;
+* large groups become part kernels that the driver splits over the kernel threads
+  (``ops.threads``), write the variables they update in place while nobody else holds their
+  arrays, and compute a large matrix product that only they read block by block inside their
+  parts (see PART_MIN_ELEMENTS and PRODUCT_MIN_ELEMENTS).
 """
 import numpy as np
 
 from ops import linalg as linalg_kernels
+from ops import threads
 from ops.codegen import load_source
 
 from hybridtf.compiler import fold as fold_lib
@@ -28,6 +33,49 @@ from hybridtf.registry import OPS
 # The eager functions registry.elementwise defines: kernel_for(name, dtype)(*arrays).
 _ELEMENTWISE_EAGER = {name: op.eager for name, op in OPS.items()
                       if op.kind == "elementwise" and op.scalar is not None}
+
+# Groups of at least PART_MIN_ELEMENTS elements (without reductions) are part kernels: their loop
+# splits over the kernel threads by rows of the first axis, in parts of at least PART_ELEMENTS
+# (handing out a part costs 20-40 us).  Groups that large also write the variables they update
+# in place while nobody else holds their arrays: a memory-bound update then reads and writes
+# each array once (measured 2x faster).
+PART_MIN_ELEMENTS = 1 << 16
+PART_ELEMENTS = 1 << 18
+
+
+# A matrix product of at least PRODUCT_MIN_ELEMENTS (too big for the caches) consumed only by a
+# split group is computed inside the group's parts, a block of rows at a time just before the
+# loop reads it (a block of PRODUCT_BLOCK_ELEMENTS stays in L2), so that the product never goes
+# out to memory and back.  Smaller products stay whole: BLAS threads them better.
+PRODUCT_MIN_ELEMENTS = 1 << 20
+PRODUCT_BLOCK_ELEMENTS = 1 << 17
+
+
+def _split_call(kernel, args, rows, min_rows):
+    threads.split(lambda lo, hi: kernel(*args, lo, hi), rows, min_rows)
+
+
+def _split_call_with_product(kernel, args, row_args, product_at, a, b, transpose_a, transpose_b,
+                             rows, min_rows):
+    """_split_call where args[product_at] is op(a) @ op(b), computed by blocks of rows within
+    each part; ``row_args``: whether each argument is indexed by the loop's row (and sliced)."""
+    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+    columns = b.shape[0] if transpose_b else b.shape[1]
+    block_rows = max(1, PRODUCT_BLOCK_ELEMENTS // max(columns, 1))
+
+    def part(lo, hi):
+        block = np.empty((min(block_rows, hi - lo), columns), a.dtype)
+        for start in range(lo, hi, block_rows):
+            stop = min(start + block_rows, hi)
+            linalg_kernels.matmul_rows_kernel(a, b, transpose_a, transpose_b, start, stop, block)
+            call = [x[start:stop] if by_row and x is not None else x
+                    for x, by_row in zip(args, row_args)]
+            call[product_at] = block[:stop - start]
+            kernel(*call, 0, stop - start)
+
+    with threads.single_threaded_blas():
+        threads.split(part, rows, min_rows)
+
 
 class CompiledGraph:
     """A lowered graph: ``run``, the generated kernel source and the driver source."""
@@ -61,13 +109,22 @@ def compile_graph(graph, warm_up=True):
         if fold_lib.uniform_value(value) is not None:
             constants[key] = value   # inlined as a literal of its one value
 
+    in_place = plan_lib.in_place_updates(graph, the_plan, PART_MIN_ELEMENTS)
+    products = _products_in_parts(graph, the_plan, in_place)   # group index -> matmul node
+    deferred = {id(node) for node in products.values()}
     kernels = []
-    group_kernels = {}  # step index -> Kernel
-    loop_kernels = {}   # step index -> ControlFlowKernel (a native loop or branch)
+    group_kernels = {}     # step index -> Kernel
+    in_place_kernels = {}  # step index -> Kernel writing variables' arrays in place
+    loop_kernels = {}      # step index -> ControlFlowKernel (a native loop or branch)
     for step_index, (kind, item) in enumerate(the_plan.items):
         if kind == "group" and item.outputs:
-            kernel = group_kernels[step_index] = render_lib.render(item, constants)
+            parts = _splits(item)
+            kernel = group_kernels[step_index] = render_lib.render(item, constants, parts=parts)
             kernels.append(kernel)
+            if step_index in in_place:
+                kernel = render_lib.render(item, constants, in_place[step_index], parts)
+                in_place_kernels[step_index] = kernel
+                kernels.append(kernel)
         elif kind == "step":
             loop = loops_lib.render(item)
             if loop is not None:
@@ -101,10 +158,57 @@ def compile_graph(graph, warm_up=True):
     for n, (key, value) in enumerate(folded.items()):
         slots[key] = f"f{n}"
         env[f"f{n}"] = value
+    variable_names = {}
     for n, (variable, placeholder) in enumerate(graph.variables):
         name = new_slot(placeholder)
         env[f"var{n}"] = variable
+        variable_names[id(placeholder)] = f"var{n}"
         lines.append(f"    {name} = var{n}._value")
+    env["_split_call"] = _split_call
+    env["_split_call_with_product"] = _split_call_with_product
+    env["_empty"] = np.empty
+
+    def group_call(kernel, fname, outs, indent, product=None):
+        """Driver lines computing ``kernel``'s outputs into the slots ``outs``; ``product``: the
+        matmul node whose output the part kernel computes block by block."""
+        env[fname] = getattr(module, kernel.name)
+        args = []
+        for t, scalar in zip(kernel.args, kernel.scalar_args):
+            if product is not None and t is product.outputs[0]:
+                args.append("None")
+                continue
+            s = slot(t)
+            args.append(f"{s}[()]" if scalar else s)
+        if not kernel.parts:
+            target = outs[0] if len(outs) == 1 else "".join(o + ", " for o in outs)
+            return [f"{indent}{target} = {fname}({', '.join(args)})"]
+        code = []
+        for t, o in zip(kernel.outputs, outs):
+            if id(t) in kernel.in_place:
+                code.append(f"{indent}{o} = {args[kernel.in_place[id(t)]]}")
+            else:
+                env[f"{o}_dtype"] = t._static_dtype
+                code.append(f"{indent}{o} = _empty({tuple(t._static_shape)!r}, {o}_dtype)")
+                args.append(o)
+        shape = kernel.outputs[0]._static_shape
+        per_row = int(np.prod(shape[1:]))
+        tail = f"{shape[0]}, {-(-PART_ELEMENTS // max(per_row, 1))})"
+        if product is None:
+            code.append(f"{indent}_split_call({fname}, ({''.join(a + ', ' for a in args)}), "
+                        + tail)
+            return code
+        row_args = [not scalar and len(t._static_shape) == len(shape)
+                    and t._static_shape[0] == shape[0]
+                    for t, scalar in zip(kernel.args, kernel.scalar_args)]
+        row_args += [True] * (len(args) - len(row_args))   # the outputs
+        at = next(i for i, t in enumerate(kernel.args) if t is product.outputs[0])
+        a, b = (slot(t) for t in product.inputs)
+        packed = "".join(x + ", " for x in args)
+        code.append(f"{indent}_split_call_with_product({fname}, ({packed}), "
+                    f"{tuple(row_args)!r}, {at}, {a}, {b}, "
+                    f"{bool(product.attrs['transpose_a'])}, {bool(product.attrs['transpose_b'])}, "
+                    + tail)
+        return code
 
     fresh = set()   # ids of values the driver alone holds: fused kernels' outputs
     for step_index, (kind, item) in enumerate(the_plan.items):
@@ -112,16 +216,21 @@ def compile_graph(graph, warm_up=True):
             if not item.outputs:
                 continue   # pure and unused: nothing to compute
             kernel = group_kernels[step_index]
-            fname = f"k{step_index}"
-            env[fname] = getattr(module, kernel.name)
-            args = []
-            for t, scalar in zip(kernel.args, kernel.scalar_args):
-                s = slot(t)
-                args.append(f"{s}[()]" if scalar else s)
             outs = [new_slot(t) for t in kernel.outputs]
             fresh.update(id(t) for t in kernel.outputs)
-            target = outs[0] if len(outs) == 1 else "".join(o + ", " for o in outs)
-            lines.append(f"    {target} = {fname}({', '.join(args)})")
+            own = in_place_kernels.get(step_index)
+            product = products.get(step_index)
+            if own is None:
+                lines += group_call(kernel, f"k{step_index}", outs, "    ", product)
+                continue
+            # In place only while nobody else holds the arrays (TF's copy-on-write): the
+            # driver's slot is the one other reference.
+            owners = [variable_names[id(own.args[i])] for i in own.in_place.values()]
+            lines.append("    if " + " and ".join(f"{v}._value_unshared(1)" for v in owners)
+                         + ":")
+            lines += group_call(own, f"k{step_index}_in_place", outs, "        ", product)
+            lines.append("    else:")
+            lines += group_call(kernel, f"k{step_index}", outs, "        ", product)
             continue
         node = item
         op = node.op
@@ -151,6 +260,8 @@ def compile_graph(graph, warm_up=True):
                 call_args = ", ".join(slot(t) for t in node.inputs)
             lines.append(f"    {new_slot(node.outputs[0])} = u{step_index}({call_args})")
             continue
+        if id(node) in deferred:
+            continue   # computed inside the parts of the group that reads it
         direct = _direct_call(node, [slot(t) for t in node.inputs], env, step_index)
         if direct is not None:
             lines.append(f"    {new_slot(node.outputs[0])} = {direct}")
@@ -204,6 +315,50 @@ def compile_graph(graph, warm_up=True):
         _warm_up(kernels, module, loop_kernels.values())
     return CompiledGraph(graph, run, source, driver_source, module)
 
+
+def _products_in_parts(graph, plan, in_place):
+    """group index -> the matmul node whose output only that group reads, when the group is a
+    part kernel of the product's shape: the product is then computed inside its parts.  Its
+    operands must be 2-D floats no group overwrites in place (they are read later than planned)."""
+    readers = {}
+    for index, (kind, item) in enumerate(plan.items):
+        nodes = [item] if kind == "step" else item.members + item.reductions
+        for node in nodes:
+            for t in node.inputs:
+                readers.setdefault(id(t), set()).add(index)
+    for t in graph.outputs:
+        readers.setdefault(id(t), set()).add(None)
+    for _, t in graph.updated_variables():
+        readers.setdefault(id(t), set()).add(None)
+    overwritten = {id(t) for targets in in_place.values() for t in targets.values()}
+    products = {}
+    for kind, node in plan.items:
+        if kind != "step" or node.op.name != "matmul" or not node.attrs:
+            continue
+        product = node.outputs[0]
+        operands = list(node.inputs) + [product]
+        if not all(plan_lib.known(t._static_shape) and len(t._static_shape) == 2
+                   and t._static_dtype in (np.float32, np.float64) for t in operands):
+            continue
+        if any(id(t) in overwritten for t in node.inputs):
+            continue
+        read_by = readers.get(id(product), set())
+        if len(read_by) != 1 or None in read_by:
+            continue
+        index, = read_by
+        kind_g, group = plan.items[index]
+        if (kind_g == "group" and group.outputs and _splits(group)
+                and tuple(group.shape) == tuple(product._static_shape)
+                and int(np.prod(group.shape)) >= PRODUCT_MIN_ELEMENTS):
+            products[index] = node
+    return products
+
+
+def _splits(group):
+    """Whether a group's loop is rendered as a part kernel, split over the kernel threads."""
+    shape = group.shape
+    return (not group.reductions and len(shape) >= 1 and shape[0] >= 2
+            and int(np.prod(shape)) >= PART_MIN_ELEMENTS)
 
 
 def _direct_call(node, args, env, step_index):
@@ -266,6 +421,9 @@ def _warm_up(kernels, module, loops):
         for t, scalar in zip(kernel.args, kernel.scalar_args):
             dummy = np.zeros(t._static_shape, t._static_dtype)
             args.append(dummy[()] if scalar else dummy)
+        if kernel.parts:   # its outputs, and an empty range of rows
+            args += [np.zeros(t._static_shape, t._static_dtype) for t in kernel.outputs
+                     if id(t) not in kernel.in_place] + [0, 0]
         getattr(module, kernel.name)(*args)
 
 

@@ -2,8 +2,10 @@
 
 A node folds when it is pure, not elementwise, and every input is a captured constant or a
 folded value, or when it reads only its input's static shape (``fill_like``, ``shape``): most of
-the gradient of a mean -- ones, reshapes, broadcasts -- and the zeros of a relu's gradient.  Folded values are bound to the driver as constants and, when uniform, inlined into
-the fused loops as literals.
+the gradient of a mean -- ones, reshapes, broadcasts -- and the zeros of a relu's gradient.
+Folded values are bound to the driver as constants and, when uniform, inlined into the fused
+loops as literals.  Values over MAX_FOLDED_SIZE elements are computed per call instead, except
+a ``fill_like``, which folds at any size as a zero-strided view of its one value.
 """
 import numpy as np
 
@@ -43,12 +45,17 @@ def fold_constants(graph):
         try:
             if op.check_values is not None:
                 op.check_values(arrays, attrs)
-            result = op.eager(arrays, attrs)
+            if op.name == "fill_like":
+                # one value: a zero-strided view of it, so that any size folds
+                result = np.broadcast_to(np.asarray(attrs["value"], attrs["dtype"]),
+                                         arrays[0].shape)
+            else:
+                result = op.eager(arrays, attrs)
         except Exception:
             continue   # the same error is raised when the graph runs, in program order
         outputs = [result] if op.num_outputs == 1 else list(result)
         outputs = [np.asarray(v) for v in outputs]
-        if any(v.size > MAX_FOLDED_SIZE for v in outputs):
+        if any(v.size > MAX_FOLDED_SIZE and any(v.strides) for v in outputs):
             continue
         for tensor, value in zip(node.outputs, outputs):
             known[id(tensor)] = folded[id(tensor)] = value
@@ -61,4 +68,6 @@ def uniform_value(array):
     if array.size == 0 or array.dtype.kind not in "biuf":
         return None
     first = array.reshape(-1)[0]
+    if not any(array.strides):
+        return first   # a zero-strided view of one value
     return first if bool(np.all(array == first)) else None

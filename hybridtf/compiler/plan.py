@@ -204,3 +204,40 @@ def _finish(graph, items):
         item.outputs = outs
         result.append((kind, item))
     return result
+
+
+def in_place_updates(graph, plan, min_size):
+    """step index -> {id(new value): placeholder} for the variable updates whose new value a
+    group of at least ``min_size`` elements may write over the variable's current array.
+
+    The group must read the variable's placeholder at its loop index (same shape and dtype)
+    and be the last step that reads it; neither value may be returned (the caller would share
+    the variable's array).  Whether anyone outside the graph still holds the array is
+    only known per call (``Variable._value_unshared``)."""
+    placeholders = {id(variable): placeholder for variable, placeholder in graph.variables}
+    last_read = {}
+    group_of = {}
+    for index, (kind, item) in enumerate(plan.items):
+        nodes = [item] if kind == "step" else item.members + item.reductions
+        for node in nodes:
+            for t in node.inputs:
+                last_read[id(t)] = index
+            if kind == "group":
+                group_of[id(node.outputs[0])] = index
+    returned = {id(t) for t in graph.outputs}
+    updates = {}
+    for variable, value in graph.updated_variables():
+        placeholder = placeholders.get(id(variable))
+        index = group_of.get(id(value))
+        if (placeholder is None or index is None or id(value) in returned
+                or id(placeholder) in returned):
+            continue
+        group = plan.items[index][1]
+        if (not any(t is value for t in group.outputs)
+                or last_read.get(id(placeholder)) != index
+                or tuple(placeholder._static_shape) != tuple(group.shape)
+                or placeholder._static_dtype != value._static_dtype
+                or int(np.prod(group.shape)) < max(min_size, 2)):
+            continue
+        updates.setdefault(index, {})[id(value)] = placeholder
+    return updates

@@ -18,7 +18,7 @@ import numpy as np
 from numba import njit
 '''
 
-DECORATOR = '@njit(cache=True, error_model="numpy"{extra})'
+DECORATOR = '@njit(cache=True, nogil=True, error_model="numpy"{extra})'
 
 
 def _np_type(dtype):
@@ -52,18 +52,31 @@ _REDUCTION_START = {"reduce_sum": "0.0", "reduce_mean": "0.0", "reduce_max": "-n
 class Kernel:
     """A rendered group: the function's name and source, and what the driver passes it."""
 
-    def __init__(self, name, source, args, scalar_args, outputs, imports):
+    def __init__(self, name, source, args, scalar_args, outputs, imports, in_place=None,
+                 parts=False):
         self.name = name
         self.source = source
         self.args = args                # external tensors passed as arguments, in order
         self.scalar_args = scalar_args  # per argument: True when passed as a scalar (rank 0)
-        self.outputs = outputs          # tensors returned, in order
+        self.outputs = outputs          # tensors computed, in order
         self.imports = imports          # scalar function names used
         self.control_flow = False       # a native loop or branch (see compiler.loops)
+        # id(output) -> the argument whose array it overwrites (see render)
+        self.in_place = in_place or {}
+        # a part kernel: (args..., the outputs not in place..., lo, hi) fills rows lo..hi of
+        # its outputs (the first axis) and returns nothing
+        self.parts = parts
 
 
-def render(group, constants):
-    """``constants``: id(tensor) -> value inlined as a literal (its first element)."""
+def render(group, constants, in_place=None, parts=False):
+    """``constants``: id(tensor) -> value inlined as a literal (its first element).
+
+    ``in_place``: id(output) -> an input tensor of the group's shape and the output's dtype,
+    whose array the output overwrites: the input is read at the loop index only, and every
+    value is stored after every load of its iteration, so each element is read before it is
+    written.  ``parts``: render a part kernel (see Kernel; a group without reductions, rank >= 1).
+    """
+    in_place = in_place or {}
     shape = group.shape
     rank = len(shape)
     names = {}        # id(tensor) -> expression inside the loop body
@@ -111,6 +124,9 @@ def render(group, constants):
 
     outputs = group.outputs
     out_ids = {id(t): n for n, t in enumerate(outputs)}
+    for key, target in in_place.items():
+        value_of(target)   # an argument, even if nothing else reads it
+    stores = []   # in-place stores: after every load of the iteration
     for n, node in enumerate(group.members):
         ins = [value_of(t) for t in node.inputs]
         f = "f_" + scalar_name(node.op)
@@ -120,7 +136,9 @@ def render(group, constants):
         v = f"v{n}"
         body.append(f"{v} = {_np_type(t._static_dtype)}({f}({', '.join(ins)}))")
         names[id(t)] = v
-        if id(t) in out_ids:
+        if id(t) in in_place:
+            stores.append(f"{value_of(in_place[id(t)])} = {v}")
+        elif id(t) in out_ids:
             o = f"o{out_ids[id(t)]}"
             body.append(f"{o}[{', '.join(idx)}] = {v}" if rank else f"{o}[()] = {v}")
     reduction_axes = [reduced_axes(node) for node in group.reductions]
@@ -139,6 +157,7 @@ def render(group, constants):
             body.append(f"    {target} = v")
         else:
             body.append(f"{target} += {src}")
+    body += stores
     for k in range(rank):
         if sizes[k] is None:
             sizes[k] = str(shape[k])
@@ -151,8 +170,15 @@ def render(group, constants):
                         f"{_REDUCTION_START[group.reductions[r].op.name]}, np.float64)")
     allocs = []
     results = []
+    out_params = []
     for n, t in enumerate(outputs):
         o = f"o{n}"
+        if id(t) in in_place:
+            results.append(value_of(in_place[id(t)]).split("[")[0])
+            continue
+        if parts:
+            out_params.append(o)
+            continue
         node = t.node
         if node in group.reductions:
             r = group.reductions.index(node)
@@ -180,19 +206,23 @@ def render(group, constants):
     lines = dims + pre + allocs
     indent = "    "
     for k in range(rank):
-        lines.append(f"{indent}for i{k} in range(n{k}):")
+        first = "lo, hi" if parts and k == 0 else f"n{k}"
+        lines.append(f"{indent}for i{k} in range({first}):")
         indent += "    "
     lines += [indent + line for line in body]
     lines += post
-    ret = results[0] if len(results) == 1 else "(" + "".join(r + ", " for r in results) + ")"
-    lines.append(f"    return {ret}")
-    signature = ", ".join(arg_names)
+    if not parts:
+        ret = results[0] if len(results) == 1 else "(" + "".join(r + ", " for r in results) + ")"
+        lines.append(f"    return {ret}")
+    signature = ", ".join(arg_names + out_params + (["lo", "hi"] if parts else []))
     extra = ', fastmath={"reassoc", "nsz"}' if group.reductions else ""
     text = "\n".join(lines)
     digest = hashlib.sha256((signature + extra + "\n" + text).encode()).hexdigest()[:12]
     name = f"fused_{digest}"
     source = f"{DECORATOR.format(extra=extra)}\ndef {name}({signature}):\n{text}\n"
-    return Kernel(name, source, args, scalar_args, outputs, imports)
+    return Kernel(name, source, args, scalar_args, outputs, imports,
+                  {key: next(i for i, a in enumerate(args) if a is t)
+                   for key, t in in_place.items()}, parts)
 
 
 def module_source(kernels):

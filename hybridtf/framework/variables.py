@@ -1,5 +1,6 @@
 """``Variable``: mutable state that ops read as a tensor and GradientTape watches."""
 import itertools
+import sys
 
 import numpy as np
 
@@ -82,6 +83,16 @@ class Variable:
     def _set(self, array):
         self._value = array
         self._snapshot = Tensor(array)
+
+    def _value_unshared(self, held):
+        """Whether nothing but this variable and ``held`` references of the caller refers to its
+        current array, so that a compiled update may overwrite it in place: no tensor, array or
+        view read from the variable earlier can then see it change (TF's copy-on-write).
+
+        References counted: ``_value``, the snapshot's, the caller's, getrefcount's argument;
+        a snapshot held elsewhere (``value()``, ``initial_value``) counts as shared too."""
+        return (sys.getrefcount(self._value) <= 3 + held
+                and sys.getrefcount(self._snapshot) <= 2)
 
     # ---- reading --------------------------------------------------------------------------
     def value(self):

@@ -1,0 +1,273 @@
+"""One kernel call split over the cores: disjoint parts of an index range run on a thread pool.
+
+The kernels that split their work this way are ``nogil=True``, so their parts run at once.
+Numba's own ``parallel=True`` is not used: its portable threading layer aborts the process when
+two Python threads enter parallel code together, and the others need libraries (TBB, OpenMP)
+that a plain install may lack.
+
+* The caller runs the first part itself; pool threads run the others.  Work started on a pool
+  thread is not split again, and a call that finds the pool busy (another thread splitting)
+  runs unsplit, so no part ever waits for the pool that runs it.
+* Pool threads spin for a moment (yielding the core) before they sleep, and so does a caller
+  waiting for its parts: a train step splits a dozen kernels, and waking a sleeping thread costs
+  20-700 us on a virtual machine, more the longer its core was idle (measured here).
+* ``set_num_threads`` is ``tf.config.threading.set_intra_op_parallelism_threads``; 0 means one
+  thread per core this process may use.
+* While parts run, BLAS (the OpenBLAS under SciPy, which kernels call) runs on one thread: its own
+  threads would compete with the parts (measured: a split convolution gained nothing while BLAS
+  kept two threads).  Its setting is restored when the last split call ends.
+* A forked child starts with no pool (the parent's threads do not exist there).
+"""
+import contextlib
+import ctypes
+import glob
+import os
+import sys
+import threading
+import time
+
+import numpy as np
+from numba import njit, types
+
+_state = threading.local()   # .in_pool: True on the pool's own threads
+_requested = 0               # set_num_threads' value; 0 = one per usable core
+
+
+def usable_cores():
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def set_num_threads(n):
+    """Threads one kernel call may use from now on (0: one per usable core)."""
+    global _requested
+    n = int(n)
+    if n < 0:
+        raise ValueError(f"set_num_threads: the thread count must be >= 0, got {n}")
+    _requested = n
+
+
+def get_num_threads():
+    """The value last given to ``set_num_threads`` (0 if never: one per usable core)."""
+    return _requested
+
+
+def num_threads():
+    """Threads a kernel call splits its work over now."""
+    return _requested or usable_cores()
+
+
+# ---- waiting: spin, then sleep ---------------------------------------------------------------
+SPIN_S = 0.002   # how long a thread spins before it sleeps
+
+if sys.platform != "win32":
+    _sched_yield = types.ExternalFunction("sched_yield", types.intc())
+
+    @njit(cache=True, nogil=True)
+    def _spin_while_equal(cells, i, value, spins):
+        """Returns cells[i] once it differs from ``value``, or after ``spins`` looks.  The
+        opaque call between looks makes every look a fresh load."""
+        for _ in range(spins):
+            current = cells[i]
+            if current != value:
+                return current
+            _sched_yield()
+        return cells[i]
+else:
+    def _spin_while_equal(cells, i, value, spins):
+        return cells[i]
+
+_spins = None   # looks in SPIN_S, measured once
+
+
+def _spins_per_wait():
+    global _spins
+    if _spins is None:
+        cells = np.zeros(1, np.int64)
+        _spin_while_equal(cells, 0, 0, 10)   # compiled (or loaded) before it is timed
+        start = time.perf_counter()
+        _spin_while_equal(cells, 0, 0, 1000)
+        per_look = max(time.perf_counter() - start, 1e-6) / 1000
+        _spins = max(1, int(SPIN_S / per_look))
+    return _spins
+
+
+class _Pool:
+    """``size`` threads, each running the parts posted to it in turn."""
+
+    def __init__(self, size):
+        self.size = size
+        self.posted = np.zeros(size, np.int64)     # jobs posted to each thread so far
+        self.finished = np.zeros(size, np.int64)   # jobs each thread has finished
+        self.jobs = [None] * size
+        self.results = [None] * size
+        self.wake = [threading.Condition() for _ in range(size)]
+        self.done = threading.Condition()
+        self.busy = threading.Lock()               # held by the split call using the pool
+        spins = _spins_per_wait()
+        for k in range(size):
+            threading.Thread(target=self._serve, args=(k, spins), daemon=True,
+                             name=f"hybridtf-kernel-{k}").start()
+
+    def _serve(self, k, spins):
+        _state.in_pool = True
+        seen = 0
+        while True:
+            if _spin_while_equal(self.posted, k, seen, spins) == seen:
+                with self.wake[k]:
+                    while self.posted[k] == seen:
+                        self.wake[k].wait()
+            seen = int(self.posted[k])
+            job, self.jobs[k] = self.jobs[k], None
+            if job is None:
+                return   # retired
+            part, lo, hi = job
+            try:
+                self.results[k] = (True, part(lo, hi))
+            except BaseException as error:  # noqa: BLE001 - handed to the caller
+                self.results[k] = (False, error)
+            # The part's closure holds the caller's arrays: keeping it while idle would make
+            # them look shared (see Variable._value_unshared).
+            del job, part
+            with self.done:
+                self.finished[k] = seen
+                self.done.notify_all()
+
+    def post(self, k, job):
+        self.jobs[k] = job
+        with self.wake[k]:
+            self.posted[k] += 1
+            self.wake[k].notify()
+        return int(self.posted[k])
+
+    def collect(self, k, job_number):
+        """(ok, result or error) of thread k's job ``job_number``, once it has finished."""
+        if _spin_while_equal(self.finished, k, job_number - 1, _spins) != job_number:
+            with self.done:
+                while self.finished[k] != job_number:
+                    self.done.wait()
+        result, self.results[k] = self.results[k], None
+        return result
+
+    def retire(self):
+        for k in range(self.size):
+            self.post(k, None)
+
+
+_pool = None
+_pool_lock = threading.Lock()
+
+
+def _get_pool(size):
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool.size < size:
+            if _pool is not None:
+                _pool.retire()
+            _pool = _Pool(size)
+        return _pool
+
+
+def _forget_pool():
+    global _pool, _pool_lock, _blas_lock, _blas_users
+    _pool, _pool_lock = None, threading.Lock()
+    if _blas and _blas_users:
+        _blas[1](_blas_saved)   # forked mid-split: the parts that set it are not here
+    _blas_lock, _blas_users = threading.Lock(), 0
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+# ---- BLAS on one thread while parts run ------------------------------------------------------
+_blas = None        # (get, set) of the kernels' BLAS thread count; False: not found
+_blas_lock = threading.Lock()
+_blas_users = 0     # split calls running now
+_blas_saved = 1     # BLAS's thread count before the first of them
+
+
+def _find_blas_threads():
+    """get/set functions of the thread count of SciPy's bundled OpenBLAS, or None."""
+    try:
+        import scipy
+    except ImportError:
+        return None
+    base = os.path.dirname(scipy.__file__)
+    for pattern in (base + ".libs/*openblas*", os.path.join(base, ".dylibs", "*openblas*")):
+        for path in sorted(glob.glob(pattern)):
+            try:
+                lib = ctypes.CDLL(path)  # the copy already loaded: the same library state
+            except OSError:
+                continue
+            for name in ("scipy_openblas_{}_num_threads", "openblas_{}_num_threads"):
+                get = getattr(lib, name.format("get"), None)
+                set_ = getattr(lib, name.format("set"), None)
+                if get is not None and set_ is not None:
+                    get.restype, get.argtypes = ctypes.c_int, []
+                    set_.restype, set_.argtypes = None, [ctypes.c_int]
+                    return get, set_
+    return None
+
+
+@contextlib.contextmanager
+def single_threaded_blas():
+    """BLAS on one thread inside this block (nested blocks and threads allowed)."""
+    global _blas, _blas_users, _blas_saved
+    if _blas is None:
+        _blas = _find_blas_threads() or False
+    if not _blas:
+        yield
+        return
+    get, set_ = _blas
+    with _blas_lock:
+        if _blas_users == 0:
+            _blas_saved = get()
+            set_(1)
+        _blas_users += 1
+    try:
+        yield
+    finally:
+        with _blas_lock:
+            _blas_users -= 1
+            if _blas_users == 0:
+                set_(_blas_saved)
+
+
+# ---- splitting -------------------------------------------------------------------------------
+def split(part, n, min_part):
+    """[part(lo, hi) for the parts (lo, hi) of range(n)]: as many parts as there are threads, each
+    of at least ``min_part`` items, the first run on this thread and the others at once on the
+    pool.  Every part has finished when this returns; the first error is raised.
+
+    Work big enough to split (two parts or more) runs with BLAS on one thread, also when the
+    thread count is 1 (then BLAS must not take a second core either)."""
+    min_part = max(1, min_part)
+    if n < 2 * min_part or getattr(_state, "in_pool", False):
+        # small, or a part of a split already (BLAS is on one thread)
+        return [part(0, n)]
+    count = min(num_threads(), n // min_part)
+    with single_threaded_blas():
+        if count == 1:
+            return [part(0, n)]
+        pool = _get_pool(count - 1)
+        if not pool.busy.acquire(blocking=False):
+            return [part(0, n)]   # another thread is splitting its work
+        try:
+            bounds = [n * p // count for p in range(count + 1)]
+            numbers = [pool.post(k, (part, bounds[k + 1], bounds[k + 2]))
+                       for k in range(count - 1)]
+            try:
+                results = [(True, part(bounds[0], bounds[1]))]
+            except BaseException as error:  # noqa: BLE001 - raised once the others are done
+                results = [(False, error)]
+            results += [pool.collect(k, number) for k, number in enumerate(numbers)]
+        finally:
+            pool.busy.release()
+    for ok, value in results:
+        if not ok:
+            raise value
+    return [value for _, value in results]
