@@ -10,7 +10,8 @@ that a plain install may lack.
   runs unsplit, so no part ever waits for the pool that runs it.
 * Pool threads spin for a moment (yielding the core) before they sleep, and so does a caller
   waiting for its parts: a train step splits a dozen kernels, and waking a sleeping thread costs
-  20-700 us on a virtual machine, more the longer its core was idle (measured here).
+  20-700 us on a virtual machine, more the longer its core was idle (measured); likewise for
+  the GIL (see "waiting" below).
 * ``set_num_threads`` is ``tf.config.threading.set_intra_op_parallelism_threads``; 0 means one
   thread per core this process may use.
 * While parts run, BLAS (the OpenBLAS under SciPy, which kernels call) runs on one thread: its own
@@ -61,7 +62,13 @@ def num_threads():
 
 
 # ---- waiting: spin, then sleep ---------------------------------------------------------------
-SPIN_S = 0.002   # how long a thread spins before it sleeps
+# A thread that wants the GIL while another holds it sleeps until woken, which costs 20-100 us
+# on a virtual machine (measured): a worker asks for it only once the caller has had time to
+# enter its own (nogil) part, and it publishes a finished part from nogil code, so that the
+# caller, seeing it, finds the GIL free.
+SPIN_S = 0.002     # how long a thread spins before it sleeps (a worker) or polls (a caller)
+SETTLE_S = 5e-6    # how long a worker waits after seeing a job before it asks for the GIL
+POLL_S = 2e-4      # a caller's poll interval once its spin is over (long parts)
 
 if sys.platform != "win32":
     _sched_yield = types.ExternalFunction("sched_yield", types.intc())
@@ -76,23 +83,42 @@ if sys.platform != "win32":
                 return current
             _sched_yield()
         return cells[i]
+
+    @njit(cache=True, nogil=True)
+    def _finish_and_wait(finished, posted, i, job, spins, settle):
+        """finished[i] = job; then posted[i] once it differs from ``job`` (after ``settle``
+        more looks), or ``job`` after ``spins`` looks."""
+        finished[i] = job
+        for _ in range(spins):
+            current = posted[i]
+            if current != job:
+                for _ in range(settle):
+                    _sched_yield()
+                return current
+            _sched_yield()
+        return posted[i]
 else:
     def _spin_while_equal(cells, i, value, spins):
         return cells[i]
 
-_spins = None   # looks in SPIN_S, measured once
+    def _finish_and_wait(finished, posted, i, job, spins, settle):
+        finished[i] = job
+        return posted[i]
+
+_looks = None   # (looks in SPIN_S, looks in SETTLE_S), measured once
 
 
-def _spins_per_wait():
-    global _spins
-    if _spins is None:
+def _looks_per_wait():
+    global _looks
+    if _looks is None:
         cells = np.zeros(1, np.int64)
         _spin_while_equal(cells, 0, 0, 10)   # compiled (or loaded) before it is timed
+        _finish_and_wait(cells, cells, 0, 0, 1, 1)
         start = time.perf_counter()
         _spin_while_equal(cells, 0, 0, 1000)
         per_look = max(time.perf_counter() - start, 1e-6) / 1000
-        _spins = max(1, int(SPIN_S / per_look))
-    return _spins
+        _looks = max(1, int(SPIN_S / per_look)), max(1, int(SETTLE_S / per_look))
+    return _looks
 
 
 class _Pool:
@@ -105,18 +131,17 @@ class _Pool:
         self.jobs = [None] * size
         self.results = [None] * size
         self.wake = [threading.Condition() for _ in range(size)]
-        self.done = threading.Condition()
         self.busy = threading.Lock()               # held by the split call using the pool
-        spins = _spins_per_wait()
+        looks = _looks_per_wait()
         for k in range(size):
-            threading.Thread(target=self._serve, args=(k, spins), daemon=True,
+            threading.Thread(target=self._serve, args=(k, *looks), daemon=True,
                              name=f"hybridtf-kernel-{k}").start()
 
-    def _serve(self, k, spins):
+    def _serve(self, k, spins, settle):
         _state.in_pool = True
         seen = 0
         while True:
-            if _spin_while_equal(self.posted, k, seen, spins) == seen:
+            if _finish_and_wait(self.finished, self.posted, k, seen, spins, settle) == seen:
                 with self.wake[k]:
                     while self.posted[k] == seen:
                         self.wake[k].wait()
@@ -132,9 +157,6 @@ class _Pool:
             # The part's closure holds the caller's arrays: keeping it while idle would make
             # them look shared (see Variable._value_unshared).
             del job, part
-            with self.done:
-                self.finished[k] = seen
-                self.done.notify_all()
 
     def post(self, k, job):
         self.jobs[k] = job
@@ -145,10 +167,8 @@ class _Pool:
 
     def collect(self, k, job_number):
         """(ok, result or error) of thread k's job ``job_number``, once it has finished."""
-        if _spin_while_equal(self.finished, k, job_number - 1, _spins) != job_number:
-            with self.done:
-                while self.finished[k] != job_number:
-                    self.done.wait()
+        while _spin_while_equal(self.finished, k, job_number - 1, _looks[0]) != job_number:
+            time.sleep(POLL_S)
         result, self.results[k] = self.results[k], None
         return result
 

@@ -491,3 +491,21 @@ def test_a_product_of_a_variable_updated_in_place_is_computed_before_the_update(
         step()
         np.testing.assert_allclose(w.numpy(), old - 0.1 * old @ x.numpy(), rtol=1e-5,
                                    atol=1e-6)
+
+
+def test_an_in_place_update_in_a_loop_with_a_reduction(split_small_groups):
+    v = tf.Variable(_rand(6, 5, seed=8))
+
+    @tf.function
+    def f():
+        new = v * 0.5 + 1.0
+        v.assign(new)
+        return tf.reduce_sum(new)
+
+    expected = v.numpy().astype(np.float64)
+    for _ in range(3):
+        expected = expected * 0.5 + 1.0
+        np.testing.assert_allclose(f().numpy(), expected.sum(), rtol=1e-5)
+        np.testing.assert_allclose(v.numpy(), expected, rtol=1e-6)
+    source = f.get_concrete_function().kernel_source
+    assert "_value_unshared" in source and "lo, hi" not in source

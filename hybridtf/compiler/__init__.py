@@ -113,18 +113,13 @@ def compile_graph(graph, warm_up=True):
     products = _products_in_parts(graph, the_plan, in_place)   # group index -> matmul node
     deferred = {id(node) for node in products.values()}
     kernels = []
-    group_kernels = {}     # step index -> Kernel
-    in_place_kernels = {}  # step index -> Kernel writing variables' arrays in place
-    loop_kernels = {}      # step index -> ControlFlowKernel (a native loop or branch)
+    group_kernels = {}  # step index -> Kernel
+    loop_kernels = {}   # step index -> ControlFlowKernel (a native loop or branch)
     for step_index, (kind, item) in enumerate(the_plan.items):
         if kind == "group" and item.outputs:
-            parts = _splits(item)
-            kernel = group_kernels[step_index] = render_lib.render(item, constants, parts=parts)
+            kernel = group_kernels[step_index] = render_lib.render(
+                item, constants, in_place.get(step_index), _splits(item))
             kernels.append(kernel)
-            if step_index in in_place:
-                kernel = render_lib.render(item, constants, in_place[step_index], parts)
-                in_place_kernels[step_index] = kernel
-                kernels.append(kernel)
         elif kind == "step":
             loop = loops_lib.render(item)
             if loop is not None:
@@ -218,19 +213,17 @@ def compile_graph(graph, warm_up=True):
             kernel = group_kernels[step_index]
             outs = [new_slot(t) for t in kernel.outputs]
             fresh.update(id(t) for t in kernel.outputs)
-            own = in_place_kernels.get(step_index)
-            product = products.get(step_index)
-            if own is None:
-                lines += group_call(kernel, f"k{step_index}", outs, "    ", product)
-                continue
-            # In place only while nobody else holds the arrays (TF's copy-on-write): the
-            # driver's slot is the one other reference.
-            owners = [variable_names[id(own.args[i])] for i in own.in_place.values()]
-            lines.append("    if " + " and ".join(f"{v}._value_unshared(1)" for v in owners)
-                         + ":")
-            lines += group_call(own, f"k{step_index}_in_place", outs, "        ", product)
-            lines.append("    else:")
-            lines += group_call(kernel, f"k{step_index}", outs, "        ", product)
+            if kernel.in_place:
+                # Copy-on-write, as in TF: a variable's array is overwritten only while nobody
+                # else holds it (the driver's slot is the one other reference); otherwise the
+                # kernel writes over a copy, which becomes the variable's new array.
+                targets = [slot(kernel.args[i]) for i in kernel.in_place.values()]
+                owners = [variable_names[id(kernel.args[i])] for i in kernel.in_place.values()]
+                lines.append("    if not (" + " and ".join(f"{v}._value_unshared(1)"
+                                                        for v in owners) + "):")
+                lines.append("        " + "".join(t + ", " for t in targets) + "= "
+                             + "".join(f"_array({t}), " for t in targets))
+            lines += group_call(kernel, f"k{step_index}", outs, "    ", products.get(step_index))
             continue
         node = item
         op = node.op
