@@ -186,6 +186,8 @@ def _get_pool(size):
     with _pool_lock:
         if _pool is None or _pool.size < size:
             if _pool is not None:
+                # once its split (if any) is done; a caller that finds it busy runs unsplit
+                _pool.busy.acquire()
                 _pool.retire()
             _pool = _Pool(size)
         return _pool

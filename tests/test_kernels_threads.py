@@ -6,6 +6,7 @@ thread (to rounding where a split reorders a sum).
 """
 import multiprocessing
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -77,6 +78,22 @@ def test_an_error_in_any_part_is_raised_after_all_parts(failing_part, thread_cou
         threads.split(part, 3, 1)
     assert sorted(finished) == sorted({0, 1, 2} - {failing_part})
     assert threads.split(lambda lo, hi: lo, 3, 1) == [0, 1, 2]   # the pool still works
+
+
+def test_more_threads_replace_the_pool(thread_count):
+    threads.set_num_threads(2)
+    assert threads.split(lambda lo, hi: (lo, hi), 4, 1) == [(0, 2), (2, 4)]
+    threads.set_num_threads(4)
+    assert threads.split(lambda lo, hi: (lo, hi), 4, 1) == [(0, 1), (1, 2), (2, 3), (3, 4)]
+    threads.set_num_threads(2)   # the bigger pool serves fewer parts too
+    assert threads.split(lambda lo, hi: (lo, hi), 4, 1) == [(0, 2), (2, 4)]
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:   # the replaced pool's threads leave
+        pool = [t for t in threading.enumerate() if t.name.startswith("hybridtf-kernel")]
+        if len(pool) == threads._pool.size:
+            break
+        time.sleep(0.01)
+    assert len(pool) == threads._pool.size >= 3
 
 
 def test_a_split_inside_a_part_runs_unsplit(thread_count):
