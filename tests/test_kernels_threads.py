@@ -236,3 +236,19 @@ def test_split_matmul_equals_unsplit_and_numpy(batch, m, n, k, transpose_a, tran
         linalg._PART_MULTIPLY_ADDS, linalg._SPLIT_FROM = saved[1:]
     np.testing.assert_array_equal(split, one)
     np.testing.assert_allclose(split, expected, rtol=1e-12, atol=1e-12)
+
+
+@settings(max_examples=20, deadline=None)
+@given(m=st.integers(1, 7), n=st.integers(1, 6), k=st.integers(1, 5), transpose_a=st.booleans(),
+       transpose_b=st.booleans(), rows=st.data(), seed=st.integers(0, 2**16))
+def test_a_block_of_rows_of_a_product(m, n, k, transpose_a, transpose_b, rows, seed):
+    rng = np.random.default_rng(seed)
+    a = _random(rng, (k, m) if transpose_a else (m, k))
+    b = _random(rng, (n, k) if transpose_b else (k, n))
+    product = (a.T if transpose_a else a) @ (b.T if transpose_b else b)
+    lo = rows.draw(st.integers(0, m - 1))
+    hi = rows.draw(st.integers(lo + 1, m))
+    out = np.full((m, n), np.nan)
+    linalg.matmul_rows_kernel(a, b, transpose_a, transpose_b, lo, hi, out)
+    np.testing.assert_allclose(out[:hi - lo], product[lo:hi], rtol=1e-12, atol=1e-12)
+    assert np.isnan(out[hi - lo:]).all()
