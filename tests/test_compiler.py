@@ -509,3 +509,19 @@ def test_an_in_place_update_in_a_loop_with_a_reduction(split_small_groups):
         np.testing.assert_allclose(v.numpy(), expected, rtol=1e-6)
     source = f.get_concrete_function().kernel_source
     assert "_value_unshared" in source and "lo, hi" not in source
+
+
+def test_an_old_value_assigned_to_another_variable_is_not_overwritten(split_small_groups):
+    a = tf.Variable(np.ones((6, 5), np.float32))
+    b = tf.Variable(np.zeros((6, 5), np.float32))
+
+    @tf.function
+    def f():
+        old = a.read_value()
+        b.assign(old)          # b takes a's old value, read after the loop that updates a
+        a.assign(old * 2.0)
+
+    for step in range(1, 4):
+        f()
+        np.testing.assert_array_equal(a.numpy(), np.full((6, 5), 2.0 ** step, np.float32))
+        np.testing.assert_array_equal(b.numpy(), np.full((6, 5), 2.0 ** (step - 1), np.float32))

@@ -110,7 +110,7 @@ def compile_graph(graph, warm_up=True):
             constants[key] = value   # inlined as a literal of its one value
 
     in_place = plan_lib.in_place_updates(graph, the_plan, PART_MIN_ELEMENTS)
-    products = _products_in_parts(graph, the_plan, in_place)   # group index -> matmul node
+    products = _products_in_parts(the_plan, in_place)   # group index -> matmul node
     deferred = {id(node) for node in products.values()}
     kernels = []
     group_kernels = {}  # step index -> Kernel
@@ -309,20 +309,11 @@ def compile_graph(graph, warm_up=True):
     return CompiledGraph(graph, run, source, driver_source, module)
 
 
-def _products_in_parts(graph, plan, in_place):
+def _products_in_parts(plan, in_place):
     """group index -> the matmul node whose output only that group reads, when the group is a
     part kernel of the product's shape: the product is then computed inside its parts.  Its
     operands must be 2-D floats no group overwrites in place (they are read later than planned)."""
-    readers = {}
-    for index, (kind, item) in enumerate(plan.items):
-        nodes = [item] if kind == "step" else item.members + item.reductions
-        for node in nodes:
-            for t in node.inputs:
-                readers.setdefault(id(t), set()).add(index)
-    for t in graph.outputs:
-        readers.setdefault(id(t), set()).add(None)
-    for _, t in graph.updated_variables():
-        readers.setdefault(id(t), set()).add(None)
+    readers = plan.readers()
     overwritten = {id(t) for targets in in_place.values() for t in targets.values()}
     products = {}
     for kind, node in plan.items:
@@ -335,7 +326,7 @@ def _products_in_parts(graph, plan, in_place):
             continue
         if any(id(t) in overwritten for t in node.inputs):
             continue
-        read_by = readers.get(id(product), set())
+        read_by = set(readers.get(id(product), ()))
         if len(read_by) != 1 or None in read_by:
             continue
         index, = read_by

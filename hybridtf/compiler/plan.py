@@ -116,6 +116,19 @@ class Plan:
         self.graph = graph
         self.items = items
 
+    def readers(self):
+        """id(tensor) -> the indices of the items that read it, in order; None stands for
+        the graph's outputs and its variables' new values (read after every item)."""
+        readers = {}
+        for index, (kind, item) in enumerate(self.items):
+            for node in [item] if kind == "step" else item.members + item.reductions:
+                for t in node.inputs:
+                    readers.setdefault(id(t), []).append(index)
+        kept = list(self.graph.outputs) + [t for _, t in self.graph.updated_variables()]
+        for t in kept:
+            readers.setdefault(id(t), []).append(None)
+        return readers
+
 
 def lower(graph, skip=frozenset()):
     """The plan of ``graph``; nodes whose ids are in ``skip`` (folded constants) are left out.
@@ -215,15 +228,9 @@ def in_place_updates(graph, plan, min_size):
     the variable's array).  Whether anyone outside the graph still holds the array is
     only known per call (``Variable._value_unshared``)."""
     placeholders = {id(variable): placeholder for variable, placeholder in graph.variables}
-    last_read = {}
-    group_of = {}
-    for index, (kind, item) in enumerate(plan.items):
-        nodes = [item] if kind == "step" else item.members + item.reductions
-        for node in nodes:
-            for t in node.inputs:
-                last_read[id(t)] = index
-            if kind == "group":
-                group_of[id(node.outputs[0])] = index
+    readers = plan.readers()
+    group_of = {id(node.outputs[0]): index for index, (kind, item) in enumerate(plan.items)
+                if kind == "group" for node in item.members}
     returned = {id(t) for t in graph.outputs}
     updates = {}
     for variable, value in graph.updated_variables():
@@ -234,7 +241,7 @@ def in_place_updates(graph, plan, min_size):
             continue
         group = plan.items[index][1]
         if (not any(t is value for t in group.outputs)
-                or last_read.get(id(placeholder)) != index
+                or readers.get(id(placeholder), [None])[-1] != index
                 or tuple(placeholder._static_shape) != tuple(group.shape)
                 or placeholder._static_dtype != value._static_dtype
                 or int(np.prod(group.shape)) < max(min_size, 2)):
