@@ -1,11 +1,11 @@
 """Conv2D: 2-D convolution over images, kernel in HWIO layout [height, width, in, filters]."""
 from hybridtf.api import array_ops, math_ops, nn_ops
 from hybridtf.framework.tensor_shape import TensorShape
-from hybridtf.keras import activations, initializers
+from hybridtf.keras import activations
 from hybridtf.keras.layers import conv_utils
 from hybridtf.keras.layers.base_layer import Layer
-from hybridtf.keras.layers.layer_utils import get_regularizer
-from hybridtf.keras.layers.core import _serialize_initializer, _serialize_regularizer
+from hybridtf.keras.layers.layer_utils import (kernel_and_bias_config,
+                                               set_kernel_and_bias_options)
 from hybridtf.keras.layers.input_spec import InputSpec
 
 _TO_CHANNELS_LAST = [0, 2, 3, 1]
@@ -45,16 +45,9 @@ class Conv2D(Layer):
             raise ValueError(f"Conv2D {self.name}: `strides > 1` not supported in conjunction "
                              f"with `dilation_rate > 1`. Received: strides={self.strides} and "
                              f"dilation_rate={self.dilation_rate}")
-        self.activation = activations.get(activation)
-        self.use_bias = bool(use_bias)
-        self.kernel_initializer = initializers.get(kernel_initializer)
-        self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = get_regularizer(kernel_regularizer, "Conv2D")
-        self.bias_regularizer = get_regularizer(bias_regularizer, "Conv2D")
-        self.kernel_constraint = kernel_constraint
-        self.bias_constraint = bias_constraint
-        self.kernel = None
-        self.bias = None
+        set_kernel_and_bias_options(self, "Conv2D", activation, use_bias, kernel_initializer,
+                                    bias_initializer, kernel_regularizer, bias_regularizer,
+                                    kernel_constraint, bias_constraint)
         self.input_spec = InputSpec(min_ndim=4)
 
     @property
@@ -136,14 +129,8 @@ class Conv2D(Layer):
         config.update({
             "filters": self.filters, "kernel_size": self.kernel_size, "strides": self.strides,
             "padding": self.padding, "data_format": self.data_format,
-            "dilation_rate": self.dilation_rate, "groups": self.groups,
-            "activation": activations.serialize(self.activation), "use_bias": self.use_bias,
-            "kernel_initializer": _serialize_initializer(self.kernel_initializer),
-            "bias_initializer": _serialize_initializer(self.bias_initializer),
-            "kernel_regularizer": _serialize_regularizer(self.kernel_regularizer),
-            "bias_regularizer": _serialize_regularizer(self.bias_regularizer),
-            "activity_regularizer": _serialize_regularizer(self.activity_regularizer),
-            "kernel_constraint": self.kernel_constraint, "bias_constraint": self.bias_constraint})
+            "dilation_rate": self.dilation_rate, "groups": self.groups})
+        config.update(kernel_and_bias_config(self))
         return config
 
 

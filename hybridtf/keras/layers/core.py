@@ -4,19 +4,11 @@ import inspect
 from hybridtf.api import array_ops, control_flow_ops, math_ops, nn_ops
 from hybridtf.framework.tensor import Tensor
 from hybridtf.framework.tensor_shape import TensorShape
-from hybridtf.keras import activations, initializers
+from hybridtf.keras import activations
 from hybridtf.keras.layers.base_layer import Layer
-from hybridtf.keras.layers.layer_utils import get_regularizer
+from hybridtf.keras.layers.layer_utils import (kernel_and_bias_config,
+                                               set_kernel_and_bias_options)
 from hybridtf.keras.layers.input_spec import InputSpec
-
-
-def _serialize_initializer(initializer):
-    return initializers.serialize(initializer) if isinstance(
-        initializer, initializers.Initializer) else initializer
-
-
-def _serialize_regularizer(regularizer):
-    return None if regularizer is None else getattr(regularizer, "__name__", regularizer)
 
 
 class Dense(Layer):
@@ -40,16 +32,9 @@ class Dense(Layer):
             raise ValueError(f"Dense: received an invalid value for `units`, expected a "
                              f"positive integer. Received: units={units}")
         self.units = units
-        self.activation = activations.get(activation)
-        self.use_bias = bool(use_bias)
-        self.kernel_initializer = initializers.get(kernel_initializer)
-        self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = get_regularizer(kernel_regularizer, "Dense")
-        self.bias_regularizer = get_regularizer(bias_regularizer, "Dense")
-        self.kernel_constraint = kernel_constraint
-        self.bias_constraint = bias_constraint
-        self.kernel = None
-        self.bias = None
+        set_kernel_and_bias_options(self, "Dense", activation, use_bias, kernel_initializer,
+                                    bias_initializer, kernel_regularizer, bias_regularizer,
+                                    kernel_constraint, bias_constraint)
         self.input_spec = InputSpec(min_ndim=2)
         self.supports_masking = True
 
@@ -108,15 +93,8 @@ class Dense(Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update({
-            "units": self.units, "activation": activations.serialize(self.activation),
-            "use_bias": self.use_bias,
-            "kernel_initializer": _serialize_initializer(self.kernel_initializer),
-            "bias_initializer": _serialize_initializer(self.bias_initializer),
-            "kernel_regularizer": _serialize_regularizer(self.kernel_regularizer),
-            "bias_regularizer": _serialize_regularizer(self.bias_regularizer),
-            "activity_regularizer": _serialize_regularizer(self.activity_regularizer),
-            "kernel_constraint": self.kernel_constraint, "bias_constraint": self.bias_constraint})
+        config["units"] = self.units
+        config.update(kernel_and_bias_config(self))
         return config
 
 

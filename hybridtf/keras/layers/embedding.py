@@ -3,8 +3,8 @@ from hybridtf.api import array_ops, math_ops
 from hybridtf.framework.tensor_shape import TensorShape
 from hybridtf.keras import initializers
 from hybridtf.keras.layers.base_layer import Layer
-from hybridtf.keras.layers.layer_utils import get_regularizer
-from hybridtf.keras.layers.core import _serialize_initializer, _serialize_regularizer
+from hybridtf.keras.layers.layer_utils import (get_regularizer, serialize_initializer,
+                                               serialize_regularizer)
 
 
 class Embedding(Layer):
@@ -63,9 +63,9 @@ class Embedding(Layer):
         config = super().get_config()
         config.update({
             "input_dim": self.input_dim, "output_dim": self.output_dim,
-            "embeddings_initializer": _serialize_initializer(self.embeddings_initializer),
-            "embeddings_regularizer": _serialize_regularizer(self.embeddings_regularizer),
-            "activity_regularizer": _serialize_regularizer(self.activity_regularizer),
+            "embeddings_initializer": serialize_initializer(self.embeddings_initializer),
+            "embeddings_regularizer": serialize_regularizer(self.embeddings_regularizer),
+            "activity_regularizer": serialize_regularizer(self.activity_regularizer),
             "embeddings_constraint": self.embeddings_constraint, "mask_zero": self.mask_zero,
             "input_length": self.input_length})
         return config

@@ -1,5 +1,5 @@
 """Helpers shared by layers and models: default names, nested structures, shapes,
-regularizers."""
+regularizers, the options of layers with a kernel and a bias."""
 import re
 
 import numpy as np
@@ -7,7 +7,7 @@ import numpy as np
 from hybridtf.api import math_ops
 from hybridtf.framework import dtypes
 from hybridtf.framework.tensor_shape import TensorShape
-from hybridtf.keras import backend
+from hybridtf.keras import activations, backend, initializers
 
 
 def to_snake_case(name):
@@ -105,3 +105,41 @@ def shape_for_display(shape):
     if isinstance(shape, (list, tuple)):
         return [shape_for_display(s) for s in shape]
     return shape
+
+
+def serialize_initializer(initializer):
+    return initializers.serialize(initializer) if isinstance(
+        initializer, initializers.Initializer) else initializer
+
+
+def serialize_regularizer(regularizer):
+    return None if regularizer is None else getattr(regularizer, "__name__", regularizer)
+
+
+def set_kernel_and_bias_options(layer, who, activation, use_bias, kernel_initializer,
+                                bias_initializer, kernel_regularizer, bias_regularizer,
+                                kernel_constraint, bias_constraint):
+    """The options Dense and Conv2D share, set on ``layer`` (their weights are built later);
+    ``who`` names the layer class in errors."""
+    layer.activation = activations.get(activation)
+    layer.use_bias = bool(use_bias)
+    layer.kernel_initializer = initializers.get(kernel_initializer)
+    layer.bias_initializer = initializers.get(bias_initializer)
+    layer.kernel_regularizer = get_regularizer(kernel_regularizer, who)
+    layer.bias_regularizer = get_regularizer(bias_regularizer, who)
+    layer.kernel_constraint = kernel_constraint
+    layer.bias_constraint = bias_constraint
+    layer.kernel = None
+    layer.bias = None
+
+
+def kernel_and_bias_config(layer):
+    """The get_config entries of those options (and of the activity regularizer)."""
+    return {
+        "activation": activations.serialize(layer.activation), "use_bias": layer.use_bias,
+        "kernel_initializer": serialize_initializer(layer.kernel_initializer),
+        "bias_initializer": serialize_initializer(layer.bias_initializer),
+        "kernel_regularizer": serialize_regularizer(layer.kernel_regularizer),
+        "bias_regularizer": serialize_regularizer(layer.bias_regularizer),
+        "activity_regularizer": serialize_regularizer(layer.activity_regularizer),
+        "kernel_constraint": layer.kernel_constraint, "bias_constraint": layer.bias_constraint}

@@ -6,9 +6,9 @@ from hybridtf.framework.tensor_shape import TensorShape
 from hybridtf.framework.variables import VariableAggregation, VariableSynchronization
 from hybridtf.keras import initializers
 from hybridtf.keras.layers.base_layer import Layer
-from hybridtf.keras.layers.layer_utils import get_regularizer
-from hybridtf.keras.layers.core import (_serialize_initializer, _serialize_regularizer,
-                                        _training_value, smart_cond)
+from hybridtf.keras.layers.core import _training_value, smart_cond
+from hybridtf.keras.layers.layer_utils import (get_regularizer, serialize_initializer,
+                                               serialize_regularizer)
 from hybridtf.keras.layers.input_spec import InputSpec
 
 
@@ -175,12 +175,12 @@ class BatchNormalization(Layer):
         config.update({
             "axis": self.axis, "momentum": self.momentum, "epsilon": self.epsilon,
             "center": self.center, "scale": self.scale,
-            "beta_initializer": _serialize_initializer(self.beta_initializer),
-            "gamma_initializer": _serialize_initializer(self.gamma_initializer),
-            "moving_mean_initializer": _serialize_initializer(self.moving_mean_initializer),
-            "moving_variance_initializer": _serialize_initializer(
+            "beta_initializer": serialize_initializer(self.beta_initializer),
+            "gamma_initializer": serialize_initializer(self.gamma_initializer),
+            "moving_mean_initializer": serialize_initializer(self.moving_mean_initializer),
+            "moving_variance_initializer": serialize_initializer(
                 self.moving_variance_initializer),
-            "beta_regularizer": _serialize_regularizer(self.beta_regularizer),
-            "gamma_regularizer": _serialize_regularizer(self.gamma_regularizer),
+            "beta_regularizer": serialize_regularizer(self.beta_regularizer),
+            "gamma_regularizer": serialize_regularizer(self.gamma_regularizer),
             "beta_constraint": self.beta_constraint, "gamma_constraint": self.gamma_constraint})
         return config
