@@ -225,8 +225,9 @@ def in_place_updates(graph, plan, min_size):
 
     The group must read the variable's placeholder at its loop index (same shape and dtype)
     and be the last step that reads it; neither value may be returned (the caller would share
-    the variable's array).  Whether anyone outside the graph still holds the array is
-    only known per call (``Variable._value_unshared``)."""
+    the variable's array).  Whether anything else refers to the array is only known per call:
+    whether the variable has handed it out (``Variable._claim_in_place``), and whether a view
+    of it that is read later (``views_read_from``) shares its memory."""
     placeholders = {id(variable): placeholder for variable, placeholder in graph.variables}
     readers = plan.readers()
     group_of = {id(node.outputs[0]): index for index, (kind, item) in enumerate(plan.items)
@@ -248,3 +249,27 @@ def in_place_updates(graph, plan, min_size):
             continue
         updates.setdefault(index, {})[id(value)] = placeholder
     return updates
+
+
+def possible_views(plan, tensor):
+    """(item index, tensor) for each tensor whose array may share memory with ``tensor``'s at
+    run time: the outputs of the steps reading it or one of these, transitively (an opaque
+    kernel or a native loop may return an input, or a view of one).  Fused groups write new
+    arrays."""
+    found = {id(tensor)}
+    views = []
+    for index, (kind, item) in enumerate(plan.items):
+        if kind == "step" and any(id(t) in found for t in item.inputs):
+            for t in item.outputs:
+                found.add(id(t))
+                views.append((index, t))
+    return views
+
+
+def views_read_from(plan, tensor, index, readers):
+    """The possible views of ``tensor`` computed before item ``index`` and read by it or later,
+    or kept (returned, or a variable's new value): those that an overwrite of ``tensor``'s
+    array by item ``index`` would change under their readers.  With ``index`` past the last
+    item: the views the caller or a variable gets.  ``readers``: ``plan.readers()``."""
+    return [t for at, t in possible_views(plan, tensor) if at < index
+            and any(r is None or r >= index for r in readers.get(id(t), ()))]

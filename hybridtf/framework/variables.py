@@ -1,6 +1,6 @@
 """``Variable``: mutable state that ops read as a tensor and GradientTape watches."""
 import itertools
-import sys
+import threading
 
 import numpy as np
 
@@ -26,8 +26,12 @@ class Variable:
     """A tensor-valued, assignable state (``tf.Variable``).
 
     Usable wherever a tensor is; reading it inside a ``GradientTape`` makes the tape watch it
-    when it is trainable.  Assignments replace the stored array (tensors already read keep the
-    value they had), so a value read before an update is never changed by the update.
+    when it is trainable.  A value read before an update is never changed by the update.
+
+    Threads: every read-modify-write of a variable -- ``assign``, ``assign_add``,
+    ``assign_sub``, an optimizer's update of it and its slots, a call of a ``tf.function`` that
+    updates it -- holds the variable's lock from the read to the write, so concurrent updates
+    are never lost (TF's ``use_locking=True``, always on).  Reads take no lock.
     """
 
     _is_variable = True
@@ -69,7 +73,12 @@ class Variable:
         self._constraint = constraint
         self._synchronization = synchronization
         self._aggregation = aggregation
-        self._unique_id = next(_IDS)
+        self._unique_id = next(_IDS)   # also the order in which UpdateLock takes locks
+        # Re-entrant: a py_function or nested eager code on the updating thread may update it.
+        self._lock = threading.RLock()
+        self._handout = threading.Lock()   # guards _snapshot and _overwriting (see _set)
+        self._overwriting = None           # the thread overwriting the array in place
+        self._value = self._snapshot = None
         self._set(value)
         self._initial_value = self._snapshot
 
@@ -80,19 +89,59 @@ class Variable:
             return name
         return name_scope.current_prefix() + (name or "Variable") + ":0"
 
-    def _set(self, array):
-        self._value = array
-        self._snapshot = Tensor(array)
+    # ---- who holds the current array ---------------------------------------------------------
+    # ``_snapshot`` is the tensor through which the current array has been handed out (an eager
+    # read, a read by a call that does not update the variable, ``initial_value``, an assigned
+    # tensor), or None while nothing but the variable -- and the writer holding ``_lock`` --
+    # refers to it.  An array handed out is never written again: a compiled update overwrites
+    # the array in place only while it has not been (``_claim_in_place``), and a reader arriving
+    # meanwhile waits for the update's call to end.  This is TF's copy-on-write, decided from
+    # what the variable knows rather than from reference counts.
 
-    def _value_unshared(self, held):
-        """Whether nothing but this variable and ``held`` references of the caller refers to its
-        current array, so that a compiled update may overwrite it in place: no tensor, array or
-        view read from the variable earlier can then see it change (TF's copy-on-write).
+    def _set(self, array, owned=False):
+        """Makes ``array`` the value; the caller holds ``_lock`` (or is the constructor).
+        ``owned``: nothing outside the variable refers to ``array`` (a new array the caller
+        made), so that a later compiled update may overwrite it in place."""
+        with self._handout:
+            if array is not self._value or self._snapshot is None:
+                self._snapshot = None if owned else Tensor(array)
+            self._value = array
+            self._overwriting = None
 
-        References counted: ``_value``, the snapshot's, the caller's, getrefcount's argument;
-        a snapshot held elsewhere (``value()``, ``initial_value``) counts as shared too."""
-        return (sys.getrefcount(self._value) <= 3 + held
-                and sys.getrefcount(self._snapshot) <= 2)
+    def _read(self):
+        """The current value as a tensor; its array counts as handed out from now on."""
+        snapshot = self._snapshot
+        return snapshot if snapshot is not None else self._hand_out()
+
+    def _hand_out(self):
+        while True:
+            with self._handout:
+                writer = self._overwriting
+                if writer is None:
+                    if self._snapshot is None:
+                        self._snapshot = Tensor(self._value)
+                    return self._snapshot
+                if writer == threading.get_ident():
+                    # Read from inside the call overwriting it (a py_function): the array is
+                    # mid-update and stays the call's to overwrite, so the reader gets a copy.
+                    return Tensor(np.array(self._value))
+            with self._lock:
+                pass   # another thread's call is overwriting the array: wait for its end
+
+    def _shared_array(self):
+        """The current array for a call that reads the variable without updating it: handed
+        out, so that no other call overwrites it in place while this one reads it."""
+        return self._read()._value
+
+    def _claim_in_place(self, array):
+        """Whether a compiled update holding ``_lock`` may overwrite ``array``, the value it
+        read, in place: nothing else refers to it.  Readers then wait until the call ends
+        (``_set``, or ``UpdateLock`` when the call fails)."""
+        with self._handout:
+            if self._snapshot is None and self._value is array:
+                self._overwriting = threading.get_ident()
+                return True
+        return False
 
     # ---- reading --------------------------------------------------------------------------
     def value(self):
@@ -101,7 +150,12 @@ class Variable:
         Inside a traced function the value is symbolic and read by reference each call.
         """
         tracing = func_graph.tracing_graphs()
-        read = self._snapshot if not tracing else tracing[-1].read_variable(self)
+        if tracing:
+            read = tracing[-1].read_variable(self)
+        else:   # _read(), inlined: the common eager read
+            read = self._snapshot
+            if read is None:
+                read = self._hand_out()
         if tape_lib.STATE.active or tape_lib.STATE.variable_watchers:
             tape_lib.record_variable_read(self, read)
         return read
@@ -109,10 +163,10 @@ class Variable:
     read_value = value
 
     def numpy(self):
-        return self._snapshot.numpy()
+        return self._read().numpy()
 
     def __array__(self, dtype=None, copy=None):
-        return self._snapshot.__array__(dtype, copy)
+        return self._read().__array__(dtype, copy)
 
     # ---- writing --------------------------------------------------------------------------
     def _converted(self, value, op_name):
@@ -147,9 +201,10 @@ class Variable:
         if graph is not None:
             return self._assign_traced(graph, value, "assign") if read_value else None
         array = self._converted(value, "assign")
-        if array is self._value or array.base is not None:
-            array = array.copy()
-        self._set(array)
+        if array is value or array.base is not None:
+            array = array.copy()   # the caller's NumPy array (or a view): theirs to change
+        with self._lock:
+            self._set(array)
         return self if read_value else None
 
     def assign_add(self, delta, use_locking=None, name=None, read_value=True):
@@ -165,7 +220,9 @@ class Variable:
     def _update(self, delta, op_name, combine):
         graph = func_graph.current()
         if graph is None:
-            self._set(combine(self._value, self._converted(delta, op_name)))
+            delta = self._converted(delta, op_name)   # before locking: it may read variables
+            with self._lock:
+                self._set(combine(self._value, delta))
             return
         from hybridtf.api import math_ops
         traced = math_ops.add if combine is np.add else math_ops.subtract
@@ -196,19 +253,19 @@ class Variable:
         raise TypeError("Variable is unhashable. Instead, use variable.ref() as the key.")
 
     def __bool__(self):
-        return bool(self._snapshot)
+        return bool(self._read())
 
     def __float__(self):
-        return float(self._snapshot)
+        return float(self._read())
 
     def __int__(self):
-        return int(self._snapshot)
+        return int(self._read())
 
     def __index__(self):
-        return self._snapshot.__index__()
+        return self._read().__index__()
 
     def __len__(self):
-        return len(self._snapshot)
+        return len(self._read())
 
     def __iter__(self):
         return iter(self.value())
@@ -218,7 +275,46 @@ class Variable:
                 f"numpy={format_value(self.numpy(), self.dtype) if self.ndim == 0 else repr(self.numpy())}>")
 
     def __deepcopy__(self, memo):
-        copy = Variable(self._value, trainable=self._trainable, name=self._name.split(":")[0],
-                        shape=self._shape, constraint=self._constraint)
+        copy = Variable(self._shared_array(), trainable=self._trainable,
+                        name=self._name.split(":")[0], shape=self._shape,
+                        constraint=self._constraint)
         memo[id(self)] = copy
         return copy
+
+
+class UpdateLock:
+    """The locks of several variables, held together for a read-modify-write of all of them
+    (a call of a graph that updates them, an optimizer's update of a variable and its slots).
+
+    Taken in the variables' creation order -- the one order every holder of several locks uses,
+    so two holders never deadlock -- and released in reverse.  A call that fails ends the
+    in-place writes it began, so that readers stop waiting for them."""
+
+    __slots__ = ("_variables", "_acquire", "_release")
+
+    def __init__(self, variables):
+        unique = {variable._unique_id: variable for variable in variables}
+        self._variables = [unique[key] for key in sorted(unique)]
+        self._acquire = [variable._lock.acquire for variable in self._variables]
+        self._release = [variable._lock.release for variable in reversed(self._variables)]
+
+    def __enter__(self):
+        taken = 0
+        try:
+            for acquire in self._acquire:
+                acquire()
+                taken += 1
+        except BaseException:   # interrupted while waiting: give back what was taken
+            for release in self._release[len(self._release) - taken:]:
+                release()
+            raise
+        return self
+
+    def __exit__(self, error_type, error, traceback):
+        if error_type is not None:
+            me = threading.get_ident()
+            for variable in self._variables:
+                if variable._overwriting == me:
+                    variable._overwriting = None
+        for release in self._release:
+            release()

@@ -16,7 +16,9 @@ def _bind_sources(graph, input_arrays, outer_arrays=()):
     for tensor, placeholder in graph.captures:
         values[id(placeholder)] = tensor._value
     for variable, placeholder in graph.variables:
-        values[id(placeholder)] = variable._value
+        # Handed out: the eager kernels' results may be views of it, and the graph's
+        # write-backs are copies.
+        values[id(placeholder)] = variable._shared_array()
     return values
 
 
@@ -47,12 +49,13 @@ def _run_node(node, values, call_index):
 
 
 def run(graph, input_arrays, call_index=0):
-    """Runs every node in program order; returns the output values and assigns variables."""
+    """Runs every node in program order; returns the output values and assigns variables
+    (the caller holds the locks of the variables the graph updates)."""
     values = _bind_sources(graph, input_arrays)
     for node in graph.nodes:
         _run_node(node, values, call_index)
     for variable, tensor in graph.updated_variables():
-        variable._set(np.array(values[id(tensor)]))
+        variable._set(np.array(values[id(tensor)]), owned=True)
     return [values[id(t)] for t in graph.outputs]
 
 

@@ -5,21 +5,28 @@ evaluated at ``iterations``) and the slot variables of each trained variable, cr
 time that variable is updated.  Subclasses write ``update_step`` as a few whole-tensor ops on
 variables (``assign``, ``assign_add``, ``assign_sub``), so the same code runs eagerly and, inside
 a ``tf.function``, traces into plain variable updates the compiler fuses.
+
+Threads may share an optimizer: run eagerly, the update of each variable -- weight decay,
+``update_step`` with its slots, constraint -- holds the locks of the variable and its slots, so
+steps on several threads never lose an update; a traced step gets the same from its call.
 """
 import collections
+import contextlib
 import re
+import threading
 import warnings
 
 import numpy as np
 
 from hybridtf.api import array_ops, math_ops
 from hybridtf.eager.backprop import GradientTape
-from hybridtf.framework import dtypes
+from hybridtf.framework import deferred_restoration, dtypes
 from hybridtf.framework.constant_op import convert_to_tensor
 from hybridtf.framework.errors import InvalidArgumentError
 from hybridtf.framework.name_scope import name_scope
 from hybridtf.framework.tensor import is_tensor
-from hybridtf.framework.variables import Variable
+from hybridtf.framework.variables import UpdateLock, Variable
+from hybridtf.graph import func_graph
 from hybridtf.keras.optimizers import schedules
 
 _NAME_COUNTS = collections.Counter()
@@ -95,7 +102,8 @@ class Optimizer:
         self._variables = []           # every variable the optimizer owns, in creation order
         self._slots = {}               # id(trained variable) -> {slot name: slot variable}
         self._trained = {}             # id(trained variable) -> the variable (keeps ids unique)
-        self._step_cache = {}          # per-step values shared by all variables of a dtype
+        self._step_values = {}         # thread id -> the values its step shares (see _cached)
+        self._build_lock = threading.Lock()   # slots are created once, whichever thread builds
         self._weight_decay_excluded_ids = set()
         self._weight_decay_excluded_names = None
         self.built = False
@@ -205,6 +213,7 @@ class Optimizer:
         with name_scope(self._scope):
             variable = Variable(value, name=name, trainable=False)
         self._variables.append(variable)
+        deferred_restoration.dependencies_added(self)    # checkpoint values waiting for it
         return variable
 
     def add_variable_from_reference(self, reference_variable, name=None, initializer="zeros"):
@@ -222,6 +231,7 @@ class Optimizer:
             slot = Variable(value, name=f"{base}_{name}", trainable=False)
         slots[name] = slot
         self._variables.append(slot)
+        deferred_restoration.dependencies_added(self)
         return slot
 
     def add_slot(self, var, slot_name, initializer="zeros"):
@@ -251,6 +261,7 @@ class Optimizer:
             self._trained.setdefault(id(variable), variable)
             self._slots.setdefault(id(variable), {})
         self.built = True
+        deferred_restoration.dependencies_added(self)
 
     def _is_built_for(self, variable):
         return id(variable) in self._slots and self._trained.get(id(variable)) is variable
@@ -286,23 +297,33 @@ class Optimizer:
                                  f"{len(trainable_variables)} variables.")
         grads, variables = self._present_gradients(grads, list(trainable_variables))
         grads = [self._checked_gradient(g, v) for g, v in zip(grads, variables)]
-        new = [v for v in variables if not self._is_built_for(v)]
-        if new:
-            self.build(new)
-        self._step_cache = {}
-        grads = self._clip_gradients(grads)
-        learning_rate = self._current_learning_rate()
-        self._apply_weight_decay(variables, learning_rate)
-        for gradient, variable in zip(grads, variables):
-            rate = self._cached(("learning_rate", variable.dtype),
-                                lambda dtype=variable.dtype: math_ops.cast(learning_rate, dtype))
-            self.update_step(gradient, variable, rate)
-        for variable in variables:
-            if variable.constraint is not None:
-                variable.assign(variable.constraint(variable.value()))
-        self._step_cache = {}
+        with self._build_lock:
+            new = [v for v in variables if not self._is_built_for(v)]
+            if new:
+                self.build(new)
+        thread = threading.get_ident()
+        self._step_values[thread] = {}
+        try:
+            grads = self._clip_gradients(grads)
+            learning_rate = self._current_learning_rate()
+            eager = func_graph.current() is None
+            for gradient, variable in zip(grads, variables):
+                rate = self._cached(("learning_rate", variable.dtype),
+                                    lambda dtype=variable.dtype: math_ops.cast(learning_rate,
+                                                                               dtype))
+                with self._update_lock(variable) if eager else contextlib.nullcontext():
+                    self._apply_weight_decay(variable, learning_rate)
+                    self.update_step(gradient, variable, rate)
+                    if variable.constraint is not None:
+                        variable.assign(variable.constraint(variable.value()))
+        finally:
+            del self._step_values[thread]
         self._iterations.assign_add(1)
         return self._iterations
+
+    def _update_lock(self, variable):
+        """The locks of ``variable`` and its slots, held while a step updates them."""
+        return UpdateLock([variable, *self._slots.get(id(variable), {}).values()])
 
     def update_step(self, gradient, variable, learning_rate):
         """Updates ``variable`` (and its slots) from ``gradient``; subclasses define it."""
@@ -310,10 +331,14 @@ class Optimizer:
                                   "variable, learning_rate).")
 
     def _cached(self, key, compute):
-        """A per-step value shared by the variables of one dtype (computed once per step)."""
-        if key not in self._step_cache:
-            self._step_cache[key] = compute()
-        return self._step_cache[key]
+        """A per-step value shared by the variables of one dtype (computed once per step, per
+        thread applying a step)."""
+        values = self._step_values.get(threading.get_ident())
+        if values is None:   # outside apply_gradients
+            return compute()
+        if key not in values:
+            values[key] = compute()
+        return values[key]
 
     def minimize(self, loss, var_list, tape=None, grad_loss=None, name=None):
         """Computes the gradients of ``loss`` with respect to ``var_list`` and applies them.
@@ -421,14 +446,11 @@ class Optimizer:
         pattern = self._weight_decay_excluded_names
         return pattern is None or pattern.search(variable.name) is None
 
-    def _apply_weight_decay(self, variables, learning_rate):
-        if not self.weight_decay:
-            return
-        for variable in variables:
-            if self._uses_weight_decay(variable):
-                rate = math_ops.cast(learning_rate, variable.dtype)
-                decay = math_ops.cast(self.weight_decay, variable.dtype)
-                variable.assign(variable - variable * decay * rate)
+    def _apply_weight_decay(self, variable, learning_rate):
+        if self.weight_decay and self._uses_weight_decay(variable):
+            rate = math_ops.cast(learning_rate, variable.dtype)
+            decay = math_ops.cast(self.weight_decay, variable.dtype)
+            variable.assign(variable - variable * decay * rate)
 
     # ---- configuration and state ---------------------------------------------------------------
     def get_config(self):
