@@ -208,8 +208,11 @@ def test_a_class_name_shared_by_two_loaded_classes_needs_custom_objects(tmp_path
     model = first()
     model(np.ones((1, 2), np.float32))
     model.save(tmp_path / "twin.keras")
-    with pytest.raises(ValueError, match=r"2 loaded classes are named 'Twin'.*custom_objects"):
+    with pytest.raises(ValueError, match=r"class 'Twin' is not a Keras class, not in "
+                                         r"custom_objects and not registered.*safe_mode=False"):
         keras.models.load_model(tmp_path / "twin.keras")
+    with pytest.raises(ValueError, match=r"2 loaded classes are named 'Twin'.*custom_objects"):
+        keras.models.load_model(tmp_path / "twin.keras", safe_mode=False)
     loaded = keras.models.load_model(tmp_path / "twin.keras", custom_objects={"Twin": second})
     assert type(loaded) is second
 
@@ -295,18 +298,137 @@ def test_save_and_load_errors(tmp_path):
     with pytest.raises(ValueError, match="is a directory"):
         keras.models.load_model(tmp_path)
     (tmp_path / "text.keras").write_text("not a model")
-    with pytest.raises(ValueError, match="is not a model saved by hybridtf's model.save"):
+    with pytest.raises(ValueError, match=r"text\.keras is not a \.keras model archive \(a zip "
+                                         r"file\): it starts with b'not '"):
         keras.models.load_model(tmp_path / "text.keras")
     data = (tmp_path / "model.keras").read_bytes()
     (tmp_path / "truncated.keras").write_bytes(data[: len(data) // 2])
-    with pytest.raises(ValueError, match="is not a model saved by hybridtf's model.save"):
+    with pytest.raises(ValueError, match=r"truncated\.keras is truncated or corrupted .*Save the "
+                                         r"model again"):
         keras.models.load_model(tmp_path / "truncated.keras")
     with zipfile.ZipFile(tmp_path / "foreign.keras", "w") as zf:
         zf.writestr("config.json", json.dumps({"format": "keras", "class_name": "Sequential"}))
         zf.writestr("model.weights.h5", b"")
-    with pytest.raises(ValueError, match="not a model file this version of hybridtf can read"):
+    with pytest.raises(ValueError, match="not a model file this version of hybridtf can read "
+                                         r"\(format 'keras'"):
         keras.models.load_model(tmp_path / "foreign.keras")
     with zipfile.ZipFile(tmp_path / "other.keras", "w") as zf:
         zf.writestr("metadata.json", "{}")
-    with pytest.raises(ValueError, match="KeyError"):
+    with pytest.raises(ValueError, match=r"other\.keras is a zip archive but not a model saved "
+                                         r"by model.save: it has no config.json or "
+                                         r"model.weights.h5"):
         keras.models.load_model(tmp_path / "other.keras")
+    with pytest.raises(TypeError, match="safe_mode must be True or False"):
+        keras.models.load_model(tmp_path / "model.keras", safe_mode="no")
+
+
+# ---- safe mode: Lambda layers and callables the file names ---------------------------------------
+def double(x):
+    return x * 2.0
+
+
+@keras.saving.register_keras_serializable(package="TestModelSaving")
+def halve(x):
+    return x * 0.5
+
+
+@keras.saving.register_keras_serializable(package="TestModelSaving")
+class Offset(keras.layers.Layer):
+    def __init__(self, offset=1.0, **kwargs):
+        super().__init__(**kwargs)
+        self.offset = offset
+
+    def call(self, inputs):
+        return inputs + self.offset
+
+    def get_config(self):
+        return {**super().get_config(), "offset": self.offset}
+
+
+def _lambda_model(function, **kwargs):
+    inputs = keras.Input((4,))
+    hidden = keras.layers.Dense(3, name="dense")(inputs)
+    return keras.Model(inputs, keras.layers.Lambda(function, name="fn", **kwargs)(hidden))
+
+
+def test_a_lambda_is_bytecode_that_only_safe_mode_false_loads(tmp_path):
+    x, _ = separable()
+    scale = 3.0
+    model = _lambda_model(lambda t, power=2: tf.square(t) * scale + power)
+    path = tmp_path / "lambda.keras"
+    model.save(path)
+    with zipfile.ZipFile(path) as zf:
+        config = json.loads(zf.read("config.json"))
+    function = config["config"]["layers"][1]["config"]["function"]
+    assert function["class_name"] == "__lambda__"
+    assert function["config"]["closure"] == [3.0] and function["config"]["defaults"] == [2]
+    assert function["config"]["globals"] == {"tf": "hybridtf"}
+    with pytest.raises(ValueError, match=r"Layer 'fn' is a Lambda layer whose function is a "
+                                         r"Python lambda.*refused in safe mode.*"
+                                         r"safe_mode=False"):
+        keras.models.load_model(path)
+    loaded = keras.models.load_model(path, safe_mode=False)
+    np.testing.assert_allclose(loaded.predict(x, verbose=0), model.predict(x, verbose=0),
+                               rtol=1e-6)
+    # Bytecode of another Python version is refused, never run.
+    config["config"]["layers"][1]["config"]["function"]["config"]["python_version"] = [2, 7]
+    other = tmp_path / "other_python.keras"
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(other, "w") as dst:
+        dst.writestr("config.json", json.dumps(config))
+        dst.writestr("model.weights.h5", src.read("model.weights.h5"))
+    with pytest.raises(ValueError, match=r"saved as bytecode of Python 2\.7, which this Python"):
+        keras.models.load_model(other, safe_mode=False)
+
+
+def test_named_functions_need_to_be_known_in_safe_mode(tmp_path):
+    x, _ = separable()
+    model = _lambda_model(double)
+    path = tmp_path / "double.keras"
+    model.save(path)
+    with pytest.raises(ValueError, match=r"uses the function 'double' \(from module "
+                                         r".*\), which is not a hybridtf function, not "
+                                         r"registered, and not in custom_objects.*"
+                                         r"safe_mode=False"):
+        keras.models.load_model(path)
+    expected = model.predict(x, verbose=0)
+    for loaded in (keras.models.load_model(path, custom_objects={"double": double}),
+                   keras.models.load_model(path, safe_mode=False)):     # imported by name
+        np.testing.assert_array_equal(loaded.predict(x, verbose=0), expected)
+    with keras.saving.custom_object_scope({"double": double}):
+        np.testing.assert_array_equal(
+            keras.models.load_model(path).predict(x, verbose=0), expected)
+
+
+def test_registered_and_hybridtf_callables_load_in_safe_mode(tmp_path):
+    x, _ = separable()
+    for function in (halve, tf.nn.relu, keras.activations.tanh):
+        model = _lambda_model(function)
+        model.save(tmp_path / "fn.keras")
+        loaded = keras.models.load_model(tmp_path / "fn.keras")
+        assert loaded.get_layer("fn").function is function
+        np.testing.assert_array_equal(loaded.predict(x, verbose=0), model.predict(x, verbose=0))
+    with zipfile.ZipFile(tmp_path / "fn.keras") as zf:
+        assert "tanh" in zf.read("config.json").decode()
+    model = keras.Sequential([keras.Input((4,)), Offset(2.5, name="offset")])
+    model.save(tmp_path / "offset.keras")
+    loaded = keras.models.load_model(tmp_path / "offset.keras")      # no custom_objects
+    assert type(loaded.layers[0]) is Offset and loaded.layers[0].offset == 2.5
+    assert keras.saving.get_registered_name(Offset) == "TestModelSaving>Offset"
+    assert keras.saving.get_registered_object("TestModelSaving>halve") is halve
+    with pytest.raises(ValueError, match="has already been registered"):
+        keras.saving.register_keras_serializable(package="TestModelSaving")(halve)
+
+
+def test_lambda_layer_config_round_trips_its_options(tmp_path):
+    layer = keras.layers.Lambda(double, output_shape=(3,), arguments={},
+                                mask=None, name="fn")
+    config = layer.get_config()
+    assert config["function"] == {"module": double.__module__, "class_name": "function",
+                                  "config": "double", "registered_name": "double"}
+    assert config["output_shape"] == [3]
+    again = keras.layers.Lambda.from_config(config, custom_objects={"double": double})
+    assert again.function is double and again.compute_output_shape((None, 7)) == (None, 3)
+    with pytest.raises(ValueError, match="refused in safe mode"):
+        keras.layers.Lambda.from_config(keras.layers.Lambda(lambda t: t).get_config())
+    with pytest.warns(UserWarning, match=r"uses the global\(s\) \['separable'\]"):
+        keras.layers.Lambda(lambda t: separable(t), name="g").get_config()

@@ -444,19 +444,64 @@ def _small_saved_model(path, value=1.0):
     tf.saved_model.save(module, path)
 
 
+def _data_files(path):
+    """The two data files saved_model.json names, and the save id."""
+    model = json.loads((path / "saved_model.json").read_text())
+    return (path / model["files"]["variables"], path / model["files"]["constants"],
+            model["save_id"])
+
+
 def test_layout_and_overwriting(tmp_path):
     path = tmp_path / "m"
     _small_saved_model(path, 1.0)
-    assert sorted(str(p.relative_to(path)) for p in path.rglob("*")) == [
-        "constants.npz", "saved_model.json", "variables", os.path.join("variables",
-                                                                       "variables.npz")]
+    variables, constants, save_id = _data_files(path)
+    assert variables.name == f"variables.{save_id}.npz"
+    assert constants.name == f"constants.{save_id}.npz"
+    assert sorted(str(p.relative_to(path)) for p in path.rglob("*")) == sorted([
+        ".saved_model.json.lock", constants.name, "saved_model.json", "variables",
+        os.path.join("variables", variables.name)])
     (path / "notes.txt").write_text("mine")
     _small_saved_model(path, 2.0)                 # into an existing, non-empty directory
     assert float(tf.saved_model.load(path).v.numpy()) == 2.0
     assert (path / "notes.txt").read_text() == "mine"
+    new_variables, new_constants, new_id = _data_files(path)
+    assert new_id != save_id
+    assert not variables.exists() and not constants.exists()     # the old save's files went
+    assert sorted(str(p.relative_to(path)) for p in path.rglob("*")) == sorted([
+        ".saved_model.json.lock", new_constants.name, "notes.txt", "saved_model.json",
+        "variables", os.path.join("variables", new_variables.name)])
     assert [p.name for p in tmp_path.iterdir()] == ["m"]
     assert tf.saved_model.contains_saved_model(path)
     assert not tf.saved_model.contains_saved_model(tmp_path)
+
+
+def test_version_1_saved_models_load_and_are_replaced(tmp_path):
+    path = tmp_path / "m"
+    _small_saved_model(path, 3.0)
+    variables, constants, _ = _data_files(path)
+    # The layout of version 1: fixed data file names.
+    variables.rename(path / "variables" / "variables.npz")
+    constants.rename(path / "constants.npz")
+    model = json.loads((path / "saved_model.json").read_text())
+    del model["files"]
+    (path / "saved_model.json").write_text(json.dumps(dict(model, version=1)))
+    assert float(tf.saved_model.load(path).v.numpy()) == 3.0
+    _small_saved_model(path, 4.0)
+    assert float(tf.saved_model.load(path).v.numpy()) == 4.0
+    assert not (path / "variables" / "variables.npz").exists()
+    assert not (path / "constants.npz").exists()
+
+
+def test_data_file_names_must_be_the_ones_a_save_writes(tmp_path):
+    path = tmp_path / "m"
+    _small_saved_model(path)
+    model = json.loads((path / "saved_model.json").read_text())
+    for bad in ("../../etc/passwd", "variables/variables.npz", "/tmp/x.npz", 7,
+                model["files"]["constants"]):
+        files = dict(model["files"], variables=bad)
+        (path / "saved_model.json").write_text(json.dumps(dict(model, files=files)))
+        with pytest.raises(CorruptSavedModelError, match="names no valid variables file"):
+            tf.saved_model.load(path)
 
 
 def test_missing_directory_and_tensorflow_saved_models(tmp_path):
@@ -508,19 +553,21 @@ def test_truncated_and_mismatched_array_files(tmp_path):
     first, second = tmp_path / "first", tmp_path / "second"
     _small_saved_model(first, 1.0)
     _small_saved_model(second, 2.0)
-    variables = first / "variables" / "variables.npz"
+    variables, constants, _ = _data_files(first)
     data = variables.read_bytes()
     variables.write_bytes(data[: len(data) // 2])
-    with pytest.raises(ValueError, match="variables.npz' is truncated or corrupted"):
+    with pytest.raises(ValueError, match=rf"{variables.name}' is truncated or corrupted.*Save it "
+                                         "again"):
         tf.saved_model.load(first)
-    # Files of two different saves (an interrupted save into an existing directory).
-    variables.write_bytes((second / "variables" / "variables.npz").read_bytes())
-    with pytest.raises(CorruptSavedModelError, match="is inconsistent: .*variables.npz' was "
+    # A data file of another save under this save's name.
+    variables.write_bytes(_data_files(second)[0].read_bytes())
+    with pytest.raises(CorruptSavedModelError, match=rf"is inconsistent: .*{variables.name}' was "
                                                      "written by a different save"):
         tf.saved_model.load(first)
     variables.write_bytes(data)
-    (first / "constants.npz").unlink()
-    with pytest.raises(FileNotFoundError, match="is incomplete: .*constants.npz' is missing"):
+    constants.unlink()
+    with pytest.raises(FileNotFoundError, match=rf"is incomplete: .*{constants.name}' is "
+                                                "missing"):
         tf.saved_model.load(first)
 
 

@@ -1,4 +1,6 @@
-"""Weight files: hybridtf.keras.saving.save_weights / load_weights."""
+"""Weight files: hybridtf.keras.saving.save_weights / load_weights, in both formats: HDF5 in
+Keras 3's layout for names ending in ``.h5`` (more in test_h5_weights.py), hybridtf's
+``.npz`` archive for other names."""
 import os
 import zipfile
 
@@ -47,6 +49,7 @@ def test_round_trip_with_keras_file_names(tmp_path, name):
     saving.save_weights(source, str(path))
     assert path.is_file()                      # parent directories were created
     assert _leftovers(path.parent) == []
+    assert path.read_bytes()[:4] == (b"\x89HDF" if name.endswith(".h5") else b"PK\x03\x04")
 
     target = TwoLayers()
     saving.load_weights(target, path)          # a PathLike works too
@@ -92,7 +95,7 @@ def test_overwrite(tmp_path):
 
 
 def test_failed_write_keeps_the_old_file(tmp_path, monkeypatch):
-    path = tmp_path / "w.h5"
+    path = tmp_path / "w"
     saving.save_weights(TwoLayers(), path)
     before = path.read_bytes()
 
@@ -100,6 +103,24 @@ def test_failed_write_keeps_the_old_file(tmp_path, monkeypatch):
         file.write(b"PK\x03\x04partial")
         raise OSError("disk full")
     monkeypatch.setattr(np, "savez", broken_savez)
+    with pytest.raises(OSError, match="disk full"):
+        saving.save_weights(TwoLayers(), path)
+    assert path.read_bytes() == before
+    assert _leftovers(tmp_path) == []
+
+
+def test_failed_hdf5_write_keeps_the_old_file(tmp_path, monkeypatch):
+    import h5py
+    path = tmp_path / "w.weights.h5"
+    saving.save_weights(TwoLayers(), path)
+    before = path.read_bytes()
+    original = h5py.Group.create_dataset
+
+    def fails_on_the_second(group, name, **kwargs):
+        if name == "1":
+            raise OSError("disk full")
+        return original(group, name, **kwargs)
+    monkeypatch.setattr(h5py.Group, "create_dataset", fails_on_the_second)
     with pytest.raises(OSError, match="disk full"):
         saving.save_weights(TwoLayers(), path)
     assert path.read_bytes() == before
@@ -149,19 +170,21 @@ def test_directory_instead_of_file(tmp_path):
         saving.load_weights(TwoLayers(), tmp_path)
 
 
-def test_truncated_file(tmp_path):
-    path = tmp_path / "w.h5"
+@pytest.mark.parametrize("name", ["w.h5", "w.ckpt"])
+def test_truncated_file(tmp_path, name):
+    path = tmp_path / name
     saving.save_weights(TwoLayers(), path)
     data = path.read_bytes()
     for cut in (len(data) // 2, 40, 6):
         path.write_bytes(data[:cut])
-        with pytest.raises(UnreadableFileError, match=r"w\.h5' is truncated or corrupted") as err:
+        with pytest.raises(UnreadableFileError, match=rf"{name}' is truncated or corrupted") \
+                as err:
             saving.load_weights(TwoLayers(), path)
         assert err.value.path == str(path)
 
 
 def test_corrupted_bytes_inside(tmp_path):
-    path = tmp_path / "w.h5"
+    path = tmp_path / "w.ckpt"
     saving.save_weights(TwoLayers(), path)
     data = bytearray(path.read_bytes())
     data[len(data) // 3: len(data) // 3 + 20] = b"\x00" * 20
@@ -172,7 +195,7 @@ def test_corrupted_bytes_inside(tmp_path):
 
 @pytest.mark.parametrize("content, message", [
     (bytes(range(256)) * 4, "not a hybridtf hybridtf.weights file: it starts with bytes"),
-    (b"\x89HDF\r\n\x1a\n" + b"\x00" * 100, "is an HDF5 file"),
+    (b"\x89HDF\r\n\x1a\n" + b"\x00" * 100, "truncated or corrupted"),
     (b"", "it is empty"),
 ])
 def test_foreign_files(tmp_path, content, message):
@@ -195,7 +218,7 @@ def test_foreign_zip_and_npz(tmp_path):
 
 
 def test_pickled_arrays_are_never_loaded(tmp_path):
-    path = tmp_path / "evil.h5"
+    path = tmp_path / "evil.ckpt"
     saving.save_weights(StandIn([tf.Variable(1.0)]), path)
     with zipfile.ZipFile(path, "a") as z:
         with z.open("weight_1.npy", "w") as f:

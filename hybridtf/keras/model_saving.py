@@ -2,32 +2,39 @@
 weights, compile settings and optimizer state in one archive.
 
 The archive is a zip holding ``config.json`` (the model's class name, its config, the input
-shape it was built for and its compile settings), ``model.weights.h5`` (the weights, in
-hybridtf's weight-file format) and, once the optimizer has state, ``optimizer.weights.h5``.
+shape it was built for and its compile settings) and ``model.weights.h5``: the weights and,
+for a compiled model, the optimizer's state, in Keras 3's HDF5 weights layout (see
+``h5_format``; Keras's own ``.keras`` files hold the same member in the same layout, but
+their ``config.json`` is Keras's and hybridtf cannot rebuild models from it).
 A Sequential model or a subclassed one is described by its ``get_config()``; a functional
 model by its layer graph (each layer's config and which outputs feed which call), so any
 functional model of built-in (or ``custom_objects``) layers can be saved.  Loading finds the
-class (``custom_objects``, the Keras classes, or the one loaded ``Layer`` subclass of that
-name), rebuilds the model, builds it, loads the weights and compiles it as it was.  Written to
-a temporary file and renamed, like every hybridtf save.
+class (``custom_objects``, the Keras classes, classes registered with
+``keras.saving.register_keras_serializable``; with ``safe_mode=False`` also the one loaded
+``Layer`` subclass of that name), rebuilds the model, builds it, compiles it as it was and
+loads the weights and optimizer state.  The archive is written atomically like every hybridtf
+save: a process killed while saving leaves the previous file intact.
 """
 import inspect
+import io
 import json
 import os
-import tempfile
 import warnings
 import zipfile
+import zlib
 
 import numpy as np
 
 from hybridtf.framework import nest
 from hybridtf.framework.tensor_shape import TensorShape
-from hybridtf.keras import saving
-from hybridtf.saved_model import array_file
+from hybridtf.keras import h5_format, object_registration, saving
+from hybridtf.saved_model import array_file, atomic
 
 _FORMAT = "hybridtf.keras.model"
 _VERSION = 1
 _OPTIMIZER_FORMAT = "hybridtf.keras.optimizer"
+_CONFIG_MEMBER = "config.json"
+_LEGACY_OPTIMIZER_MEMBER = "optimizer.weights.h5"   # archives of earlier hybridtf versions
 _SUFFIXES = (".keras", ".h5", ".hdf5")
 _FUNCTIONAL = "Functional"
 _TENSOR = "__keras_tensor__"
@@ -61,24 +68,22 @@ def save_model(model, filepath, overwrite=True):
     manifest = {"format": _FORMAT, "version": _VERSION, "class_name": class_name,
                 "config": config, "build_input_shape": _shape_structure(model),
                 "compile_config": _compile_config(model)}
+    registered = object_registration.get_registered_name(type(model))
+    if class_name != _FUNCTIONAL and registered != class_name:
+        manifest["registered_name"] = registered
     try:
         text = json.dumps(manifest)
     except TypeError as err:
         raise TypeError(f"save: the config of {type(model).__name__} is not JSON-serializable "
                         f"({err}); make get_config() return plain values.") from None
-    directory = os.path.dirname(os.path.abspath(filepath))
-    os.makedirs(directory, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=directory) as scratch:
-        weights_path = os.path.join(scratch, "model.weights.h5")
-        saving.save_weights(model, weights_path)
-        optimizer_path = _save_optimizer(model, scratch)
-        archive = os.path.join(scratch, "model.keras")
-        with zipfile.ZipFile(archive, "w") as zf:
-            zf.writestr("config.json", text)
-            zf.write(weights_path, "model.weights.h5")
-            if optimizer_path is not None:
-                zf.write(optimizer_path, "optimizer.weights.h5")
-        os.replace(archive, filepath)
+
+    def write(f):
+        weights = io.BytesIO()
+        h5_format.write(model, model.weights, weights)
+        with zipfile.ZipFile(f, "w") as zf:
+            zf.writestr(_CONFIG_MEMBER, text)
+            zf.writestr(saving.KERAS_WEIGHTS_MEMBER, weights.getvalue())
+    atomic.write_file(filepath, write)
 
 
 def _model_config(model):
@@ -156,19 +161,6 @@ def _compile_config(model):
         warnings.warn(f"save: the compile settings of {model.name!r} cannot be saved ({err}); "
                       "compile the loaded model again.", stacklevel=3)
         return None
-
-
-def _save_optimizer(model, scratch):
-    optimizer = model.__dict__.get("optimizer")
-    if optimizer is None or not model.__dict__.get("_is_compiled") or not optimizer.built:
-        return None
-    values = optimizer.get_weights()
-    path = os.path.join(scratch, "optimizer.weights.h5")
-    array_file.write_arrays(
-        path, {"format": _OPTIMIZER_FORMAT, "version": 1, "count": len(values),
-               "shapes": [list(np.shape(v)) for v in values]},
-        {f"variable_{i}": v for i, v in enumerate(values)})
-    return path
 
 
 # ---- the functional graph ---------------------------------------------------------------------
@@ -265,14 +257,24 @@ def _all_subclasses(cls):
     return found
 
 
-def _find_class(name, custom_objects):
+def _find_class(name, registered_name, custom_objects, safe_mode):
     from hybridtf.keras import layers, models
-    if custom_objects and name in custom_objects:
-        return custom_objects[name]
+    for key in dict.fromkeys((registered_name or name, name)):
+        found = object_registration.get_registered_object(key, custom_objects)
+        if found is not None:
+            return found
     for namespace in (models, layers):
         candidate = getattr(namespace, name, None)
         if isinstance(candidate, type):
             return candidate
+    if safe_mode:
+        raise ValueError(
+            f"load_model: the model's class {name!r} is not a Keras class, not in "
+            f"custom_objects and not registered. Pass custom_objects={{'{name}': {name}}} or "
+            "decorate the class with @keras.saving.register_keras_serializable(). In safe "
+            "mode (the default) hybridtf uses no other class the file names; pass "
+            f"safe_mode=False, if you trust the file, to use the loaded Layer subclass called "
+            f"{name!r}.")
     candidates = _all_subclasses(layers.Layer).get(name, [])
     if len(candidates) == 1:
         return candidates[0]
@@ -303,50 +305,98 @@ def _from_config(cls, class_name, config, custom_objects):
 
 def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):  # noqa: A002
     """The model saved with ``model.save(filepath)``: rebuilt from its config, with its
-    weights, and (``compile=True``) compiled as it was, with the optimizer's state."""
+    weights, and (``compile=True``) compiled as it was, with the optimizer's state.
+
+    ``custom_objects``: classes and functions the model uses that are neither Keras's nor
+    registered with ``keras.saving.register_keras_serializable``, by name.  ``safe_mode``
+    (default True): refuse to run code stored in the file (a ``Lambda`` layer's lambda,
+    saved as Python bytecode) and to use classes or functions that the file names but that
+    are not Keras's, registered, or in ``custom_objects``.  Pass ``safe_mode=False`` only for
+    files you trust.
+
+    Raises:
+      FileNotFoundError: there is no file at ``filepath``.
+      ValueError: the file is not a model archive, is truncated or damaged (the error says
+        which), or needs what safe mode refuses.
+    """
+    if not isinstance(safe_mode, bool):
+        raise TypeError(f"load_model: safe_mode must be True or False, got {safe_mode!r}.")
     filepath = os.fspath(filepath)
     if os.path.isdir(filepath):
         raise ValueError(f"load_model: {filepath} is a directory; for a SavedModel use "
                          "tf.saved_model.load(directory).")
     if not os.path.exists(filepath):
         raise FileNotFoundError(f"load_model: no such file: {filepath}")
-    try:
-        with zipfile.ZipFile(filepath) as zf:
-            manifest = json.loads(zf.read("config.json"))
-            weights = zf.read("model.weights.h5")
-            optimizer_state = zf.read("optimizer.weights.h5") \
-                if "optimizer.weights.h5" in zf.namelist() else None
-    except (zipfile.BadZipFile, KeyError, ValueError, OSError, EOFError) as err:
-        raise ValueError(f"load_model: {filepath} is not a model saved by hybridtf's "
-                         f"model.save ({type(err).__name__}: {err}).") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != _FORMAT or \
-            manifest.get("version", 0) > _VERSION:
-        found = manifest if not isinstance(manifest, dict) else manifest.get("format")
-        raise ValueError(f"load_model: {filepath} is not a model file this version of hybridtf "
-                         f"can read (format {found!r}).")
-    class_name = manifest["class_name"]
-    cls = None if class_name == _FUNCTIONAL else _find_class(class_name, custom_objects)
-    model = _from_config(cls, class_name, manifest["config"], custom_objects)
+    manifest, weights, optimizer_state = _read_archive(filepath)
+    with object_registration.CustomObjectScope(custom_objects), \
+            object_registration.SafeModeScope(safe_mode):
+        class_name = manifest["class_name"]
+        cls = None if class_name == _FUNCTIONAL else _find_class(
+            class_name, manifest.get("registered_name"), custom_objects, safe_mode)
+        model = _from_config(cls, class_name, manifest["config"], custom_objects)
     shape = manifest.get("build_input_shape")
     if not model.built:
         if shape is None:
             raise ValueError(f"load_model: {filepath} does not record the input shape the "
                              "model was built for.")
         model.build(tuple(shape) if _is_flat_shape(shape) else shape)
-    with tempfile.TemporaryDirectory() as scratch:
-        path = os.path.join(scratch, "model.weights.h5")
-        with open(path, "wb") as f:
-            f.write(weights)
-        saving.load_weights(model, path)
-        compile_config = manifest.get("compile_config")
-        if compile and compile_config:
-            if _compile_from_config(model, compile_config, custom_objects or {}) and \
-                    optimizer_state is not None:
-                path = os.path.join(scratch, "optimizer.weights.h5")
-                with open(path, "wb") as f:
-                    f.write(optimizer_state)
-                _load_optimizer(model, path)
+    compiled = False
+    compile_config = manifest.get("compile_config")
+    if compile and compile_config:
+        compiled = _compile_from_config(model, compile_config, custom_objects or {})
+    display = f"{filepath} ({saving.KERAS_WEIGHTS_MEMBER})"
+    if compiled and h5_format.stored_optimizer_size(weights) > len(model.optimizer.variables):
+        model.optimizer.build(model.trainable_variables)    # slots to load the state into
+    saving.load_weights_from_bytes(model, weights, display, who="load_model")
+    if compiled and optimizer_state is not None:
+        _load_legacy_optimizer(model, optimizer_state,
+                               f"{filepath} ({_LEGACY_OPTIMIZER_MEMBER})")
     return model
+
+
+def _read_archive(filepath):
+    """``(config, weights file bytes, legacy optimizer file bytes or None)`` of a ``.keras``
+    archive, with errors that name ``filepath`` and say what is wrong with it."""
+    with open(filepath, "rb") as f:
+        head = f.read(4)
+    if head != b"PK\x03\x04":
+        raise ValueError(f"load_model: {filepath} is not a .keras model archive (a zip file): "
+                         f"{'it is empty' if not head else f'it starts with {head!r}'}. Give "
+                         "the path of a file written by model.save('....keras').")
+    try:
+        with zipfile.ZipFile(filepath) as zf:
+            names = set(zf.namelist())
+            missing = [m for m in (_CONFIG_MEMBER, saving.KERAS_WEIGHTS_MEMBER)
+                       if m not in names]
+            if missing:
+                raise ValueError(f"load_model: {filepath} is a zip archive but not a model "
+                                 f"saved by model.save: it has no {' or '.join(missing)}.")
+            config_text = zf.read(_CONFIG_MEMBER)
+            metadata = zf.read("metadata.json") if "metadata.json" in names else None
+            weights = zf.read(saving.KERAS_WEIGHTS_MEMBER)
+            optimizer_state = zf.read(_LEGACY_OPTIMIZER_MEMBER) \
+                if _LEGACY_OPTIMIZER_MEMBER in names else None
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as err:
+        raise ValueError(f"load_model: {filepath} is truncated or corrupted ({type(err).__name__}"
+                         f": {err}). Save the model again, or restore the file from a "
+                         "copy.") from None
+    try:
+        manifest = json.loads(config_text)
+    except (ValueError, UnicodeDecodeError) as err:
+        raise ValueError(f"load_model: the config.json of {filepath} is damaged ({err}). Save "
+                         "the model again, or restore the file from a copy.") from None
+    if isinstance(manifest, dict) and manifest.get("format") == _FORMAT and \
+            isinstance(manifest.get("version"), int) and manifest["version"] <= _VERSION:
+        return manifest, weights, optimizer_state
+    if metadata is not None and b"keras_version" in metadata:
+        raise ValueError(f"load_model: {filepath} was written by Keras, whose model configs "
+                         "hybridtf cannot rebuild. Build the same model with hybridtf and "
+                         f"load the weights: model.load_weights({filepath!r}).")
+    found = manifest.get("format") if isinstance(manifest, dict) else type(manifest).__name__
+    version = manifest.get("version") if isinstance(manifest, dict) else None
+    raise ValueError(f"load_model: {filepath} is not a model file this version of hybridtf can "
+                     f"read (format {found!r}, version {version!r}); upgrade hybridtf if it "
+                     "was written by a newer one.")
 
 
 def _is_flat_shape(shape):
@@ -390,9 +440,12 @@ def _compile_from_config(model, config, custom):
     return True
 
 
-def _load_optimizer(model, path):
+def _load_legacy_optimizer(model, data, display_path):
+    """The optimizer state of archives written by earlier hybridtf versions (a separate
+    ``optimizer.weights.h5`` member in hybridtf's ``.npz`` format)."""
     optimizer = model.optimizer
-    manifest, arrays = array_file.read_arrays(path, "optimizer state", _OPTIMIZER_FORMAT, 1)
+    manifest, arrays = array_file.read_arrays(display_path, "optimizer state",
+                                              _OPTIMIZER_FORMAT, 1, data=data)
     values = [arrays[f"variable_{i}"] for i in range(int(manifest.get("count", 0)))]
     optimizer.build(model.trainable_variables)
     current = optimizer.get_weights()

@@ -1,19 +1,41 @@
 """Weight files: ``save_weights`` / ``load_weights`` for layers, models and modules.
 
-Any file name Keras accepts works (``model.weights.h5``, ``ckpt/weights``, ...), but the format
-is hybridtf's own whatever the suffix: a NumPy ``.npz`` archive whose manifest names the format
-and version and lists every weight's name, shape and dtype, followed by the values in the order
-of ``layer.weights``.  Files are written atomically (a temporary file in the same directory,
-then ``os.replace``), and parent directories are created as TF does for checkpoints.
+The format follows the file name:
+
+* names ending in ``.h5`` (``model.weights.h5``, as Keras 3 requires) or ``.hdf5``: an HDF5
+  file in Keras 3's weights layout (see ``h5_format``), which Keras 3 loads with
+  ``model.load_weights`` -- and hybridtf loads the ones Keras 3 writes.  A compiled model's
+  optimizer state is included, as Keras does.
+* any other name (``ckpt/weights``, ``w.ckpt``): hybridtf's own format, a NumPy ``.npz``
+  archive whose manifest names the format and version and lists every weight's name, shape
+  and dtype, followed by the values in ``layer.weights`` order.  Keras cannot read it.
+
+``load_weights`` tells the two apart by their content, and also reads the weights inside a
+``.keras`` archive.  Files are written atomically (see ``saved_model.atomic``): a process
+killed while saving leaves the previous file intact, and the next save removes the temporary
+it left.  Parent directories are created as TF does for checkpoints.
+
+As ``tf.keras.saving`` this module also offers ``load_model`` / ``save_model`` and the
+registration of custom objects (``register_keras_serializable``, ``custom_object_scope``,
+...).
 """
+import io
 import os
+import zipfile
 
 import numpy as np
 
-from hybridtf.saved_model import array_file
+from hybridtf.keras import h5_format
+from hybridtf.keras.models import load_model, save_model  # noqa: F401
+from hybridtf.keras.object_registration import (  # noqa: F401
+    CustomObjectScope, custom_object_scope, get_custom_objects, get_registered_name,
+    get_registered_object, register_keras_serializable)
+from hybridtf.saved_model import array_file, atomic
 
 WEIGHTS_FORMAT = "hybridtf.weights"
 WEIGHTS_VERSION = 1
+H5_SUFFIXES = (".h5", ".hdf5")
+KERAS_WEIGHTS_MEMBER = "model.weights.h5"     # the weights inside a ``.keras`` archive
 
 
 def _weights_of(layer):
@@ -55,6 +77,9 @@ def save_weights(layer, filepath, overwrite=True):
         raise FileExistsError(f"save_weights: {filepath!r} already exists and overwrite=False; "
                               "pass overwrite=True to replace it or choose another name.")
     weights = _weights_of(layer)
+    if filepath.endswith(H5_SUFFIXES):
+        atomic.write_file(filepath, lambda f: h5_format.write(layer, weights, f))
+        return
     arrays = {}
     entries = []
     for i, weight in enumerate(weights):
@@ -72,43 +97,87 @@ def save_weights(layer, filepath, overwrite=True):
 
 
 def load_weights(layer, filepath):
-    """Loads weights saved by ``save_weights`` into ``layer``, in order.
+    """Loads weights saved by ``save_weights`` (or by Keras 3) into ``layer``.
 
-    The file must hold as many weights as ``layer.weights`` with the same shapes and dtypes;
-    otherwise a ValueError names the first weight that differs and nothing is assigned.
-    A missing file raises FileNotFoundError; a truncated, corrupted or foreign file raises
-    ``UnreadableFileError`` (a ValueError).
+    Reads either format whatever the name: a Keras 3 layout HDF5 file (each layer's
+    variables found at its path in the model), a hybridtf ``.npz`` weights file (the weights
+    in ``layer.weights`` order), or the weights inside a ``.keras`` archive.  Every weight is
+    checked against the file first -- count, shape, dtype -- and a ValueError names the first
+    one that differs; then nothing is assigned.  A missing file raises FileNotFoundError; a
+    truncated, corrupted or foreign file raises ``UnreadableFileError`` (a ValueError).
     """
     filepath = os.fspath(filepath)
-    manifest, arrays = array_file.read_arrays(filepath, "weights file", WEIGHTS_FORMAT,
-                                              WEIGHTS_VERSION)
+    if os.path.isdir(filepath):
+        raise IsADirectoryError(f"Cannot read the weights file {filepath!r}: it is a "
+                                "directory.")
+    if not os.path.exists(filepath):
+        raise FileNotFoundError(f"The weights file {filepath!r} does not exist.")
+    with open(filepath, "rb") as f:
+        head = f.read(len(h5_format.HDF5_MAGIC))
+    if head and h5_format.HDF5_MAGIC.startswith(head):     # (a truncated one, too)
+        h5_format.read_into(layer, _weights_of(layer), filepath, filepath)
+        return
+    if head.startswith(b"PK") and _is_keras_archive(filepath):
+        load_weights_from_bytes(layer, _archive_member(filepath, KERAS_WEIGHTS_MEMBER),
+                                f"{filepath} ({KERAS_WEIGHTS_MEMBER})")
+        return
+    load_weights_from_bytes(layer, None, filepath)
+
+
+def load_weights_from_bytes(layer, data, display_path, who="load_weights"):
+    """``load_weights`` from ``data`` (a weights file's bytes, in either format), or from the
+    file ``display_path`` when ``data`` is None; errors name ``display_path``."""
+    if data and h5_format.HDF5_MAGIC.startswith(data[:len(h5_format.HDF5_MAGIC)]):
+        h5_format.read_into(layer, _weights_of(layer), io.BytesIO(data), display_path, who)
+        return
+    manifest, arrays = array_file.read_arrays(display_path, "weights file", WEIGHTS_FORMAT,
+                                              WEIGHTS_VERSION, data=data)
     entries = manifest.get("weights")
     if not isinstance(entries, list) or any(f"weight_{i}" not in arrays
                                             for i in range(len(entries))):
         raise array_file.UnreadableFileError(
-            filepath, f"The weights file {filepath!r} is corrupted: its manifest does not match "
-            "the arrays it holds.")
+            display_path, f"The weights file {display_path!r} is corrupted: its manifest does "
+            "not match the arrays it holds. Save the weights again.")
     weights = _weights_of(layer)
     name = _layer_name(layer)
     if len(entries) != len(weights):
         hint = (" The layer has no weights yet: build it (call it on data, or call build()) "
                 "before loading." if not weights else "")
-        raise ValueError(f"load_weights: {name} has {len(weights)} weights but the file "
-                         f"{filepath!r} holds {len(entries)} "
+        raise ValueError(f"{who}: {name} has {len(weights)} weights but the file "
+                         f"{display_path!r} holds {len(entries)} "
                          f"(saved from {manifest.get('layer', '?')!r}).{hint}")
     values = []
     for i, (weight, entry) in enumerate(zip(weights, entries)):
         value = arrays[f"weight_{i}"]
         saved_name = entry.get("name", "?") if isinstance(entry, dict) else "?"
         if not weight.shape.is_compatible_with(value.shape):
-            raise ValueError(f"load_weights: weight #{i} {_weight_name(weight)!r} of {name} has "
-                             f"shape {weight.shape} but the file {filepath!r} holds shape "
-                             f"{tuple(value.shape)} for it "
-                             f"(saved as {saved_name!r}).")
+            raise ValueError(f"{who}: weight #{i} {_weight_name(weight)!r} of {name} has "
+                             f"shape {weight.shape} but the file {display_path!r} holds shape "
+                             f"{tuple(value.shape)} for it (saved as {saved_name!r}).")
         if value.dtype != np.dtype(weight.dtype.as_numpy_dtype):
-            raise ValueError(f"load_weights: weight #{i} {_weight_name(weight)!r} of {name} has "
-                             f"dtype {weight.dtype.name} but the file {filepath!r} holds "
+            raise ValueError(f"{who}: weight #{i} {_weight_name(weight)!r} of {name} has "
+                             f"dtype {weight.dtype.name} but the file {display_path!r} holds "
                              f"{value.dtype.name} for it (saved as {saved_name!r}).")
         values.append(value)
     for weight, value in zip(weights, values):
         weight.assign(value)
+
+
+def _is_keras_archive(filepath):
+    try:
+        with zipfile.ZipFile(filepath) as zf:
+            names = set(zf.namelist())
+    except (zipfile.BadZipFile, OSError, EOFError):
+        return False
+    return "config.json" in names and KERAS_WEIGHTS_MEMBER in names
+
+
+def _archive_member(filepath, member):
+    try:
+        with zipfile.ZipFile(filepath) as zf:
+            return zf.read(member)
+    except (zipfile.BadZipFile, OSError, EOFError, KeyError, ValueError) as err:
+        raise array_file.UnreadableFileError(
+            filepath, f"The model file {filepath!r} is truncated or corrupted: its "
+            f"{member} cannot be read ({type(err).__name__}: {err}). Save the model again, "
+            "or restore the file from a copy.") from None

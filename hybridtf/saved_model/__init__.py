@@ -2,7 +2,8 @@
 
 ``save(obj, export_dir)`` writes the variables and every traced graph of the object's
 ``tf.function`` s; ``load(export_dir)`` rebuilds them in any process, without the Python class
-that defined them.
+that defined them.  Saving is atomic (``saved_model.atomic``, which every hybridtf save uses):
+a process killed while saving leaves the previous SavedModel loadable.
 """
 from hybridtf.saved_model.load import (  # noqa: F401
     CorruptSavedModelError, LoadOptions, contains_saved_model, load)

@@ -1,18 +1,22 @@
 """Files of named arrays with a JSON manifest: NumPy's ``.npz`` container, written atomically.
 
-Weight files and a SavedModel's variables and constants use this one format.  The manifest (a
-JSON object stored as bytes under ``MANIFEST_KEY``) names the format and its version, so that a
-foreign ``.npz``, an HDF5 file or random bytes are recognised and rejected with a clear message.
+A SavedModel's variables and constants and weight files whose names do not end in ``.h5``
+use this format (so do the weights in ``.keras`` archives of earlier hybridtf versions).  The
+manifest (a JSON object stored as bytes under ``MANIFEST_KEY``) names the format and its
+version, so that a foreign ``.npz``, an HDF5 file or random bytes are recognised and rejected
+with a clear message.
 Arrays are never pickled: object arrays are refused when writing and ``allow_pickle=False`` when
 reading.
 """
+import io
 import json
 import os
-import uuid
 import zipfile
 import zlib
 
 import numpy as np
+
+from hybridtf.saved_model import atomic
 
 MANIFEST_KEY = "__manifest__"
 
@@ -29,31 +33,6 @@ class UnreadableFileError(ValueError):
         self.path = path
 
 
-def write_atomically(path, write):
-    """Calls ``write(file_object)`` on a temporary file next to ``path``, then moves it onto
-    ``path`` with ``os.replace``: readers see the old file or the new one, never half of one.
-    Parent directories are created as needed."""
-    path = os.fspath(path)
-    parent = os.path.dirname(os.path.abspath(path))
-    os.makedirs(parent, exist_ok=True)
-    temporary = os.path.join(parent, f".{os.path.basename(path)}.{uuid.uuid4().hex[:12]}.tmp")
-    # os.open with mode 0o666 (not mkstemp's 0o600) so the file gets the usual permissions.
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
-                 0o666)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
-
-
 def write_arrays(path, manifest, arrays):
     """Writes ``arrays`` (name -> ndarray) and the ``manifest`` dict to ``path`` atomically."""
     payload = {}
@@ -65,22 +44,25 @@ def write_arrays(path, manifest, arrays):
         payload[name] = array
     text = json.dumps(manifest, sort_keys=True).encode("utf-8")
     payload[MANIFEST_KEY] = np.frombuffer(text, dtype=np.uint8)
-    write_atomically(path, lambda f: np.savez(f, **payload))
+    atomic.write_file(path, lambda f: np.savez(f, **payload))
 
 
-def read_arrays(path, what, expected_format, max_version):
+def read_arrays(path, what, expected_format, max_version, data=None):
     """Reads a file written by ``write_arrays``; returns ``(manifest, {name: ndarray})``.
 
-    ``what`` names the file in errors ("weights file").  Raises FileNotFoundError /
-    IsADirectoryError for a missing path and ``UnreadableFileError`` (a ValueError) for a file
-    that is truncated, corrupted, foreign, or of another format or a newer version.
+    ``what`` names the file in errors ("weights file").  ``data``: the file's bytes, when
+    they come from elsewhere (a member of an archive); ``path`` then only names them in
+    errors.  Raises FileNotFoundError / IsADirectoryError for a missing path and
+    ``UnreadableFileError`` (a ValueError) for a file that is truncated, corrupted, foreign,
+    or of another format or a newer version.
     """
     path = os.fspath(path)
-    if os.path.isdir(path):
-        raise IsADirectoryError(f"Cannot read the {what} {path!r}: it is a directory.")
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"The {what} {path!r} does not exist.")
-    with open(path, "rb") as f:
+    if data is None:
+        if os.path.isdir(path):
+            raise IsADirectoryError(f"Cannot read the {what} {path!r}: it is a directory.")
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"The {what} {path!r} does not exist.")
+    with (open(path, "rb") if data is None else io.BytesIO(data)) as f:
         head = f.read(8)
         if not head.startswith(_ZIP_MAGIC):
             raise UnreadableFileError(path, f"The {what} {path!r} is not a hybridtf "
@@ -99,8 +81,8 @@ def read_arrays(path, what, expected_format, max_version):
         except (zipfile.BadZipFile, zlib.error, ValueError, OSError, EOFError, KeyError,
                 RuntimeError) as err:
             raise UnreadableFileError(path, f"The {what} {path!r} is truncated or corrupted "
-                                      f"and cannot be read ({type(err).__name__}: {err}).") \
-                from None
+                                      f"and cannot be read ({type(err).__name__}: {err}). "
+                                      "Save it again, or restore it from a copy.") from None
     manifest = _parse_manifest(path, what, arrays.pop(MANIFEST_KEY))
     found = manifest.get("format")
     if found != expected_format:

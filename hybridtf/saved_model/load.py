@@ -11,12 +11,15 @@ import os
 from hybridtf.framework.tensor_shape import TensorShape
 from hybridtf.framework.variables import Variable
 from hybridtf.module import Module, _VALID_IDENTIFIER
-from hybridtf.saved_model import array_file
+from hybridtf.saved_model import array_file, atomic
 from hybridtf.saved_model.function_serialization import deserialise_concrete
 from hybridtf.saved_model.graph_serialization import GraphReader
 from hybridtf.saved_model.restored_function import RestoredFunction, SignatureFunction
-from hybridtf.saved_model.save import (CONSTANTS_FILE, CONSTANTS_FORMAT, FORMAT, MODEL_FILE,
-                                       VARIABLES_FILE, VARIABLES_FORMAT, VERSION)
+from hybridtf.saved_model.save import (DATA_FILES, DATA_FORMATS, FORMAT, MODEL_FILE, V1_FILES,
+                                       VERSION)
+
+# Reads of saved_model.json and its data files that may meet a concurrent save's switch.
+_ATTEMPTS = 3
 
 
 class CorruptSavedModelError(ValueError):
@@ -75,9 +78,11 @@ def load(export_dir, tags=None, options=None):
     """Loads a SavedModel written by ``tf.saved_model.save`` from ``export_dir``.
 
     ``tags`` (TF's MetaGraph tags) is accepted for compatibility; a hybridtf SavedModel has
-    one set of functions.  Returns the saved object's restoration: attributes as on the original (variables,
-    submodules, functions), ``variables`` / ``trainable_variables`` as a tf.Module, and
-    ``signatures`` (a dict of signature key -> function returning a dict of tensors).
+    one set of functions.  Returns the saved object's restoration: attributes as on the
+    original (variables, submodules, functions), ``variables`` / ``trainable_variables`` as a
+    tf.Module, and ``signatures`` (a dict of signature key -> function returning a dict of
+    tensors).  A save into ``export_dir`` may run meanwhile: the SavedModel read is the
+    complete one before or after it.
 
     Raises:
       OSError: ``export_dir`` holds no SavedModel (FileNotFoundError).
@@ -94,13 +99,22 @@ def load(export_dir, tags=None, options=None):
             hint = (" The directory holds a TensorFlow SavedModel (saved_model.pb), which "
                     "hybridtf cannot read; save the model with hybridtf.")
         raise FileNotFoundError(f"SavedModel file does not exist at: {model_path}.{hint}")
-    model = _read_model(export_dir, model_path)
-    save_id = model.get("save_id")
-    variable_values = _read_arrays(export_dir, VARIABLES_FILE, VARIABLES_FORMAT, save_id)
-    constant_values = _read_arrays(export_dir, CONSTANTS_FILE, CONSTANTS_FORMAT, save_id)
+    for attempt in range(_ATTEMPTS):
+        model = _read_model(export_dir, model_path)
+        try:
+            arrays = {key: _read_arrays(export_dir, _data_file(export_dir, model, key),
+                                        DATA_FORMATS[key], model.get("save_id"))
+                      for key in DATA_FILES}
+            break
+        except FileNotFoundError:
+            # A save into this directory may have switched to a new version, and deleted
+            # the files of the one read here, in between: then read the new one.
+            if attempt + 1 == _ATTEMPTS or \
+                    _read_model(export_dir, model_path).get("save_id") == model.get("save_id"):
+                raise
     try:
         load_aliases = options is not None and options.experimental_load_function_aliases
-        return _Loader(model, variable_values, constant_values, load_aliases).root()
+        return _Loader(model, arrays["variables"], arrays["constants"], load_aliases).root()
     except CorruptSavedModelError:
         raise
     except (KeyError, IndexError, TypeError, ValueError, AttributeError) as err:
@@ -128,8 +142,25 @@ def _read_model(export_dir, model_path):
     return model
 
 
-def _read_arrays(export_dir, name, file_format, save_id):
-    path = os.path.join(export_dir, name)
+def _data_file(export_dir, model, key):
+    """The path of the ``key`` data file that ``saved_model.json`` names."""
+    if model["version"] < 2:
+        return os.path.join(export_dir, V1_FILES[key])
+    files = model.get("files")
+    name = files.get(key) if isinstance(files, dict) else None
+    directory, stem, suffix = DATA_FILES[key]
+    token = atomic.token_of(name.rsplit("/", 1)[-1], stem, suffix) \
+        if isinstance(name, str) else None
+    # Only the exact name a save writes: never a path out of the directory.
+    if token is None or name != "/".join(filter(None, (
+            directory, atomic.versioned_name(stem, token, suffix)))):
+        raise CorruptSavedModelError(
+            export_dir, f"The SavedModel file {os.path.join(export_dir, MODEL_FILE)!r} is "
+            f"damaged: it names no valid {key} file ({name!r}). Save the model again.")
+    return os.path.join(export_dir, *name.split("/"))
+
+
+def _read_arrays(export_dir, path, file_format, save_id):
     try:
         manifest, arrays = array_file.read_arrays(path, "SavedModel file", file_format, VERSION)
     except FileNotFoundError:

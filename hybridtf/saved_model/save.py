@@ -2,37 +2,45 @@
 
 Layout of ``export_dir``::
 
-    saved_model.json          objects, variables, functions, graphs, signatures (JSON)
-    variables/variables.npz   the variables' values
-    constants.npz             constants captured by the graphs, and array-valued attributes
+    saved_model.json                   objects, variables, functions, graphs, signatures (JSON)
+                                       and the names of this save's two data files
+    variables/variables.<save>.npz     the variables' values
+    constants.<save>.npz               constants captured by the graphs, and array-valued
+                                       attributes
+    .saved_model.json.lock             taken by each save, so that saves follow one another
 
-All three carry the same ``save_id``, so a directory whose files come from different saves is
-recognised on load.  A new directory is written beside ``export_dir`` and renamed onto it; into
-an existing directory each file is replaced atomically, ``saved_model.json`` last.
+Saving is atomic (see ``saved_model.atomic``): the data files of a save get names of their own
+and are written and fsync'ed first; replacing ``saved_model.json`` (one rename) switches to
+the new save; the previous save's data files are deleted after that.  A process killed at any
+moment leaves the previous SavedModel, or the new one, loadable -- never a mix; and the next
+save removes what the killed one left.  All files carry the same ``save_id`` (checked on load).
 """
 import json
 import os
-import shutil
-import uuid
 
 import numpy as np
 
 from hybridtf.framework import nest
 from hybridtf.framework.tensor_spec import TensorSpec
 from hybridtf.graph.function import _TENSOR_OUTPUT, ConcreteFunction, Function
-from hybridtf.saved_model import array_file
+from hybridtf.saved_model import array_file, atomic
 from hybridtf.saved_model.function_serialization import serialise_concrete
 from hybridtf.saved_model.graph_serialization import GraphWriter
 from hybridtf.saved_model.object_graph import ObjectGraph, concrete_functions_of
 from hybridtf.saved_model.restored_function import SignatureFunction
 
 FORMAT = "hybridtf.saved_model"
-VERSION = 1
-VARIABLES_FORMAT = "hybridtf.saved_model.variables"
-CONSTANTS_FORMAT = "hybridtf.saved_model.constants"
+VERSION = 2     # 2: per-save data file names, listed under "files"
 MODEL_FILE = "saved_model.json"
-VARIABLES_FILE = os.path.join("variables", "variables.npz")
-CONSTANTS_FILE = "constants.npz"
+VARIABLES_DIR = "variables"
+# (directory, stem, suffix) of each data file: ``<directory>/<stem>.<save token><suffix>``.
+DATA_FILES = {"variables": (VARIABLES_DIR, "variables", ".npz"),
+              "constants": ("", "constants", ".npz")}
+DATA_FORMATS = {"variables": "hybridtf.saved_model.variables",
+                "constants": "hybridtf.saved_model.constants"}
+# The fixed names a version-1 SavedModel used.
+V1_FILES = {"variables": os.path.join(VARIABLES_DIR, "variables.npz"),
+            "constants": "constants.npz"}
 
 
 class SaveOptions:
@@ -149,9 +157,8 @@ def save(obj, export_dir, signatures=None, options=None):
         for alias, fn in options.function_aliases.items():
             aliases[alias] = [concrete_index(c) for c in concrete_functions_of(fn)]
 
-    save_id = uuid.uuid4().hex
     model = {
-        "format": FORMAT, "version": VERSION, "save_id": save_id, "root": 0,
+        "format": FORMAT, "version": VERSION, "root": 0,
         "objects": objects.nodes,
         "variables": [{"name": v.name, "trainable": bool(v.trainable),
                        "shape": v.shape.dims, "dtype": v.dtype.name} for v in variables],
@@ -168,7 +175,8 @@ def save(obj, export_dir, signatures=None, options=None):
             raise ValueError(f"tf.saved_model.save: variable {v.name!r} has dtype "
                              f"{v.dtype.name}, which cannot be saved.")
         variable_values[f"variable_{i}"] = value
-    _write_directory(os.fspath(export_dir), save_id, model, variable_values, constants.arrays)
+    _write_directory(os.fspath(export_dir), model, {"variables": variable_values,
+                                                    "constants": constants.arrays})
 
 
 # ---- signatures ----------------------------------------------------------------------------------
@@ -252,32 +260,59 @@ def _output_keys(key, concrete):
 
 
 # ---- writing -------------------------------------------------------------------------------------
-def _write_directory(export_dir, save_id, model, variable_values, constant_values):
+def _write_directory(export_dir, model, arrays):
     if os.path.exists(export_dir) and not os.path.isdir(export_dir):
         raise FileExistsError(f"tf.saved_model.save: {export_dir!r} exists and is not a "
                               "directory.")
-    parent = os.path.dirname(os.path.abspath(export_dir))
-    os.makedirs(parent, exist_ok=True)
-    staging = os.path.join(parent, f".{os.path.basename(os.path.abspath(export_dir))}"
-                                   f".saving-{uuid.uuid4().hex[:12]}")
-    os.mkdir(staging)   # not mkdtemp: the SavedModel directory gets the usual permissions
+    export_dir = os.path.abspath(export_dir)
+    if not os.path.isdir(export_dir):
+        os.makedirs(export_dir, exist_ok=True)
+        atomic.fsync_directory(os.path.dirname(export_dir))
+    model_path = os.path.join(export_dir, MODEL_FILE)
+    with atomic.exclusive(model_path), atomic.live_save() as token:
+        # What killed saves left: their temporaries always, their data files only when the
+        # current saved_model.json can be read (so that we know which files it needs).
+        atomic.remove_stale_temporaries(model_path)
+        _remove_old_data_files(export_dir, _current_tokens(export_dir))
+        files = {}
+        for key, (directory, stem, suffix) in DATA_FILES.items():
+            files[key] = os.path.join(directory, atomic.versioned_name(stem, token, suffix))
+            array_file.write_arrays(
+                os.path.join(export_dir, files[key]),
+                {"format": DATA_FORMATS[key], "version": VERSION, "save_id": token},
+                arrays[key])
+        model = dict(model, save_id=token, files={k: v.replace(os.sep, "/")
+                                                  for k, v in files.items()})
+        text = json.dumps(model, separators=(",", ":")).encode("utf-8")
+        atomic.write_file(model_path, lambda f: f.write(text))     # the switch
+        _remove_old_data_files(export_dir, {token})
+        for name in V1_FILES.values():
+            if os.path.isfile(os.path.join(export_dir, name)):
+                os.unlink(os.path.join(export_dir, name))
+
+
+def _current_tokens(export_dir):
+    """The save tokens of the data files ``saved_model.json`` names now; None when it cannot
+    be read (then no data file may be judged unused)."""
     try:
-        manifest = {"save_id": save_id, "version": VERSION}
-        array_file.write_arrays(os.path.join(staging, VARIABLES_FILE),
-                                dict(manifest, format=VARIABLES_FORMAT), variable_values)
-        array_file.write_arrays(os.path.join(staging, CONSTANTS_FILE),
-                                dict(manifest, format=CONSTANTS_FORMAT), constant_values)
-        with open(os.path.join(staging, MODEL_FILE), "w", encoding="utf-8") as f:
-            json.dump(model, f, separators=(",", ":"))
-        if not os.path.isdir(export_dir) or not os.listdir(export_dir):
-            if os.path.isdir(export_dir):
-                os.rmdir(export_dir)
-            os.rename(staging, export_dir)
-            return
-        # An existing, non-empty directory: replace our files one by one, the model file last
-        # (until then a reader finds the previous SavedModel, or mismatched save ids).
-        os.makedirs(os.path.join(export_dir, "variables"), exist_ok=True)
-        for name in (VARIABLES_FILE, CONSTANTS_FILE, MODEL_FILE):
-            os.replace(os.path.join(staging, name), os.path.join(export_dir, name))
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        with open(os.path.join(export_dir, MODEL_FILE), "rb") as f:
+            files = json.loads(f.read()).get("files", {})
+    except FileNotFoundError:
+        return set()
+    except (ValueError, UnicodeDecodeError, AttributeError):
+        return None
+    tokens = set()
+    for key, (_, stem, suffix) in DATA_FILES.items():
+        name = files.get(key) if isinstance(files, dict) else None
+        token = atomic.token_of(os.path.basename(name), stem, suffix) \
+            if isinstance(name, str) else None
+        if token is not None:
+            tokens.add(token)
+    return tokens
+
+
+def _remove_old_data_files(export_dir, keep):
+    if keep is None:
+        return
+    for directory, stem, suffix in DATA_FILES.values():
+        atomic.remove_stale_versions(os.path.join(export_dir, directory), stem, suffix, keep)

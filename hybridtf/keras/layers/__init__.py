@@ -1,4 +1,5 @@
 """``tf.keras.layers``: the Layer base class and the built-in layers."""
+from hybridtf.keras import object_registration
 from hybridtf.keras.layers.base_layer import Layer  # noqa: F401
 from hybridtf.keras.layers.convolutional import Conv2D, Convolution2D  # noqa: F401
 from hybridtf.keras.layers.core import Activation, Dense, Dropout, Lambda  # noqa: F401
@@ -21,19 +22,30 @@ _BUILT_IN = {cls.__name__: cls for cls in (
 
 
 def serialize(layer):
-    """``{"class_name": ..., "config": layer.get_config()}``."""
-    return {"class_name": type(layer).__name__, "config": layer.get_config()}
+    """``{"class_name": ..., "config": layer.get_config()}``, and the ``"registered_name"``
+    of a class registered with ``keras.saving.register_keras_serializable``."""
+    config = {"class_name": type(layer).__name__, "config": layer.get_config()}
+    registered = object_registration.get_registered_name(type(layer))
+    if registered != config["class_name"]:
+        config["registered_name"] = registered
+    return config
 
 
 def deserialize(config, custom_objects=None):
-    """The layer described by a ``serialize`` dict (custom classes via ``custom_objects``)."""
+    """The layer described by a ``serialize`` dict (custom classes via ``custom_objects`` or
+    ``keras.saving.register_keras_serializable``)."""
     name = config["class_name"]
     if name in ("Sequential", "Model"):
         from hybridtf.keras import models
         cls = getattr(models, name)
     else:
-        cls = (custom_objects or {}).get(name) or _BUILT_IN.get(name)
+        cls = (object_registration.get_registered_object(
+            config.get("registered_name") or name, custom_objects)
+            or object_registration.get_registered_object(name, custom_objects)
+            or _BUILT_IN.get(name))
     if cls is None:
         raise ValueError(f"Unknown layer: {name!r}. Pass custom layer classes in "
-                         f"custom_objects={{'{name}': {name}}}.")
-    return cls.from_config(config["config"])
+                         f"custom_objects={{'{name}': {name}}}, or register them with "
+                         "@keras.saving.register_keras_serializable().")
+    with object_registration.CustomObjectScope(custom_objects):    # for nested objects
+        return cls.from_config(config["config"])

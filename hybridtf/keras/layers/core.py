@@ -5,6 +5,7 @@ from hybridtf.api import array_ops, control_flow_ops, math_ops, nn_ops
 from hybridtf.framework.tensor import Tensor
 from hybridtf.framework.tensor_shape import TensorShape
 from hybridtf.keras import activations
+from hybridtf.keras.callable_serialization import deserialize_function, serialize_function
 from hybridtf.keras.layers.base_layer import Layer
 from hybridtf.keras.layers.layer_utils import (kernel_and_bias_config,
                                                set_kernel_and_bias_options)
@@ -234,7 +235,33 @@ class Lambda(Layer):
         return self.mask(inputs, mask) if callable(self.mask) else self.mask
 
     def get_config(self):
+        """Keras 3's config: a lambda is saved as Python bytecode, which ``load_model`` runs
+        only with ``safe_mode=False``; a named function by name (see
+        ``keras.callable_serialization``)."""
         config = super().get_config()
-        config.update({"function": getattr(self.function, "__name__", repr(self.function)),
-                       "arguments": self.arguments})
+        config["function"] = serialize_function(self.function, self.name)
+        if self._output_shape_spec is not None:
+            config["output_shape"] = serialize_function(self._output_shape_spec, self.name) \
+                if callable(self._output_shape_spec) else list(self._output_shape_spec)
+        if callable(self.mask):
+            config["mask"] = serialize_function(self.mask, self.name)
+        elif self.mask is not None:
+            config["mask"] = self.mask
+        config["arguments"] = self.arguments
         return config
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None, safe_mode=None):
+        """Rebuilds the layer.  A lambda's bytecode is refused in safe mode: ``safe_mode``
+        when given, else the setting of the load under way (safe unless
+        ``load_model(..., safe_mode=False)``)."""
+        config = dict(config)
+        name = config.get("name", "lambda")
+        config["function"] = deserialize_function(config["function"], custom_objects,
+                                                  safe_mode, name)
+        for key in ("output_shape", "mask"):
+            if isinstance(config.get(key), (dict, str)):
+                config[key] = deserialize_function(config[key], custom_objects, safe_mode, name)
+        if isinstance(config.get("output_shape"), list):
+            config["output_shape"] = tuple(config["output_shape"])
+        return cls(**config)
