@@ -14,21 +14,24 @@ that a plain install may lack.
   the GIL (see "waiting" below).
 * ``set_num_threads`` is ``tf.config.threading.set_intra_op_parallelism_threads``; 0 means one
   thread per core this process may use.
-* While parts run, BLAS (the OpenBLAS under SciPy, which kernels call) runs on one thread: its own
-  threads would compete with the parts (measured: a split convolution gained nothing while BLAS
-  kept two threads).  Its setting is restored when the last split call ends.
+* While parts run, BLAS (every BLAS threadpoolctl finds loaded: SciPy's, which kernels call, and
+  any other) runs on one thread: its own threads would compete with the parts (measured: a split
+  convolution gained nothing while BLAS kept two threads).  Its setting is restored when the
+  last split call ends.
 * A forked child starts with no pool (the parent's threads do not exist there).
 """
 import contextlib
-import ctypes
-import glob
 import os
 import sys
 import threading
 import time
 
 import numpy as np
-from numba import njit, types
+from numba import types
+from numba.np.linalg import ensure_blas
+from threadpoolctl import ThreadpoolController
+
+from ops.kernel_cache import njit
 
 _state = threading.local()   # .in_pool: True on the pool's own threads
 _requested = 0               # set_num_threads' value; 0 = one per usable core
@@ -73,7 +76,7 @@ POLL_S = 2e-4      # a caller's poll interval once its spin is over (long parts)
 if sys.platform != "win32":
     _sched_yield = types.ExternalFunction("sched_yield", types.intc())
 
-    @njit(cache=True, nogil=True)
+    @njit(nogil=True)
     def _spin_while_equal(cells, i, value, spins):
         """Returns cells[i] once it differs from ``value``, or after ``spins`` looks.  The
         opaque call between looks makes every look a fresh load."""
@@ -84,7 +87,7 @@ if sys.platform != "win32":
             _sched_yield()
         return cells[i]
 
-    @njit(cache=True, nogil=True)
+    @njit(nogil=True)
     def _finish_and_wait(finished, posted, i, job, spins, settle):
         """finished[i] = job; then posted[i] once it differs from ``job`` (after ``settle``
         more looks), or ``job`` after ``spins`` looks."""
@@ -197,7 +200,7 @@ def _forget_pool():
     global _pool, _pool_lock, _blas_lock, _blas_users
     _pool, _pool_lock = None, threading.Lock()
     if _blas and _blas_users:
-        _blas[1](_blas_saved)   # forked mid-split: the parts that set it are not here
+        _set_blas_threads(_blas, _blas_saved)   # forked mid-split: the parts that set it are gone
     _blas_lock, _blas_users = threading.Lock(), 0
 
 
@@ -206,49 +209,51 @@ if hasattr(os, "register_at_fork"):
 
 
 # ---- BLAS on one thread while parts run ------------------------------------------------------
-_blas = None        # (get, set) of the kernels' BLAS thread count; False: not found
+# threadpoolctl's controller finds the BLAS libraries once (its search of the loaded libraries
+# takes milliseconds); an outermost block then reads and sets each library's count through it
+# (a few microseconds per library, measured).
+_blas = None        # threadpoolctl's controllers of the loaded BLAS libraries, once found
 _blas_lock = threading.Lock()
 _blas_users = 0     # split calls running now
-_blas_saved = 1     # BLAS's thread count before the first of them
+_blas_saved = []    # each library's thread count before the first of them
 
 
-def _find_blas_threads():
-    """get/set functions of the thread count of SciPy's bundled OpenBLAS, or None."""
-    try:
-        import scipy
-    except ImportError:
-        return None
-    base = os.path.dirname(scipy.__file__)
-    for pattern in (base + ".libs/*openblas*", os.path.join(base, ".dylibs", "*openblas*")):
-        for path in sorted(glob.glob(pattern)):
-            try:
-                lib = ctypes.CDLL(path)  # the copy already loaded: the same library state
-            except OSError:
-                continue
-            for name in ("scipy_openblas_{}_num_threads", "openblas_{}_num_threads"):
-                get = getattr(lib, name.format("get"), None)
-                set_ = getattr(lib, name.format("set"), None)
-                if get is not None and set_ is not None:
-                    get.restype, get.argtypes = ctypes.c_int, []
-                    set_.restype, set_.argtypes = None, [ctypes.c_int]
-                    return get, set_
-    return None
+def blas_libraries():
+    """threadpoolctl's controllers of the BLAS libraries loaded in this process (OpenBLAS, MKL,
+    BLIS, ...), among them the one SciPy's ``cython_blas`` -- which kernels call -- uses."""
+    global _blas
+    if _blas is None:
+        with _blas_lock:
+            if _blas is None:
+                ensure_blas()   # SciPy's BLAS is loaded before the search, so that it is found
+                _blas = ThreadpoolController().select(user_api="blas").lib_controllers
+    return _blas
+
+
+def _set_blas_threads(libraries, counts):
+    for library, count in zip(libraries, counts):
+        if count is None:   # a library that cannot tell its count: left as it is
+            continue
+        library.set_num_threads(count)
+        # threadpoolctl lets only the thread that set a process-wide pool last set it again
+        # until that thread lets go; splits come from any thread (one at a time, _blas_lock).
+        let_go = getattr(library, "clear_controlling_thread", None)
+        if let_go is not None:
+            let_go()
 
 
 @contextlib.contextmanager
 def single_threaded_blas():
     """BLAS on one thread inside this block (nested blocks and threads allowed)."""
-    global _blas, _blas_users, _blas_saved
-    if _blas is None:
-        _blas = _find_blas_threads() or False
-    if not _blas:
+    global _blas_users, _blas_saved
+    libraries = blas_libraries()
+    if not libraries:
         yield
         return
-    get, set_ = _blas
     with _blas_lock:
         if _blas_users == 0:
-            _blas_saved = get()
-            set_(1)
+            _blas_saved = [library.get_num_threads() for library in libraries]
+            _set_blas_threads(libraries, [1] * len(libraries))
         _blas_users += 1
     try:
         yield
@@ -256,7 +261,7 @@ def single_threaded_blas():
         with _blas_lock:
             _blas_users -= 1
             if _blas_users == 0:
-                set_(_blas_saved)
+                _set_blas_threads(libraries, _blas_saved)
 
 
 # ---- splitting -------------------------------------------------------------------------------

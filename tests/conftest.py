@@ -3,10 +3,11 @@ import os
 import pathlib
 
 # Compiled kernels are cached on disk so that a second run (and CI's reuse of its cache
-# directory) skips Numba's slow compilation.  Must be set before numba is imported.
+# directory) skips Numba's slow compilation: hybridtf's kernels in HYBRIDTF_CACHE_DIR, the
+# tests' own @njit functions in NUMBA_CACHE_DIR.  Must be set before numba is imported.
 _CACHE = pathlib.Path(__file__).resolve().parent.parent / ".numba_cache"
-os.environ.setdefault("NUMBA_CACHE_DIR", str(_CACHE))
-os.environ.setdefault("HYBRIDTF_CACHE_DIR", str(_CACHE))
+os.environ.setdefault("NUMBA_CACHE_DIR", str(_CACHE / "numba"))
+os.environ.setdefault("HYBRIDTF_CACHE_DIR", str(_CACHE / "hybridtf"))
 
 from hypothesis import HealthCheck, settings  # noqa: E402
 

@@ -4,12 +4,15 @@ The split kernels are run with their split thresholds lowered to one item and th
 any machine), so that small shapes take the split paths; the results must equal a run on one
 thread (to rounding where a split reorders a sum).
 """
+import glob
 import multiprocessing
+import os
 import threading
 import time
 
 import numpy as np
 import pytest
+import scipy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -144,16 +147,37 @@ def test_a_forked_child_splits_with_a_pool_of_its_own(thread_count):
     assert result == [(0, 2), (2, 4)]
 
 
+def _blas_thread_counts():
+    return [library.get_num_threads() for library in threads.blas_libraries()]
+
+
+def test_blas_control_covers_the_blas_that_kernels_call():
+    """Kernels call BLAS through SciPy's cython_blas; with SciPy's wheels that is the OpenBLAS
+    bundled in scipy.libs, which the BLAS control must find."""
+    bundled = os.path.dirname(scipy.__file__) + ".libs"
+    if not glob.glob(os.path.join(bundled, "*openblas*")):
+        pytest.skip("SciPy without a bundled OpenBLAS")
+    found = [os.path.dirname(library.filepath) for library in threads.blas_libraries()]
+    assert bundled in found
+
+
 def test_blas_threads_are_restored_after_a_split(thread_count):
-    control = threads._find_blas_threads()
-    if control is None:
-        pytest.skip("SciPy's OpenBLAS not found")
-    get, _ = control
-    before = get()
+    if not threads.blas_libraries():
+        pytest.skip("no BLAS found")
+    before = _blas_thread_counts()
     threads.set_num_threads(2)
-    inside = threads.split(lambda lo, hi: get(), 2, 1)
-    assert inside == [1, 1]
-    assert get() == before
+    ones = [1] * len(before)
+    assert threads.split(lambda lo, hi: _blas_thread_counts(), 2, 1) == [ones, ones]
+    assert _blas_thread_counts() == before
+    # a split started on another thread limits BLAS as well (threadpoolctl lets one thread
+    # at a time set a process-wide pool)
+    results = []
+    worker = threading.Thread(
+        target=lambda: results.append(threads.split(lambda lo, hi: _blas_thread_counts(), 2, 1)))
+    worker.start()
+    worker.join()
+    assert results == [[ones, ones]]
+    assert _blas_thread_counts() == before
 
 
 def test_thread_count_setting(thread_count):
