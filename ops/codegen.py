@@ -6,15 +6,32 @@ the compiler) are therefore rendered to source, written once to a cache director
 derived from a hash of the source, and imported from there.  Equal sources share one file, one
 module and one compiled kernel.
 """
+import collections
 import hashlib
 import importlib.util
 import os
 import sys
-import tempfile
 import threading
+import weakref
+
+from ops import kernel_cache
+from ops.kernel_cache import cache_dir
 
 _LOCK = threading.Lock()
 _MODULES = {}
+
+# Modules leased by compiled graphs (``lease_source``) stay loaded while a lease lives; when the
+# last one ends the module goes idle, and past IDLE_MODULES idle ones the least recently used
+# leaves _MODULES and sys.modules, so that its objects can be freed (its file stays on disk).
+# Idle modules are kept because loading one again costs tens of milliseconds (Numba reloads
+# every kernel from its disk cache) and some memory that Numba never returns: a decorated
+# function created in a loop would pay both on every iteration.  A module still leased is
+# never dropped: Numba imports it by name to load a new specialisation of its kernels.
+# Modules only ever loaded by ``load_source`` (the kernel library's own) stay for good.
+IDLE_MODULES = 64
+_LEASES = {}                      # module name -> number of live leases
+_IDLE = collections.OrderedDict()  # names of loaded modules without a lease, oldest first
+_ENDED = []                       # names whose lease ended, released under _LOCK
 
 
 def _library_digest():
@@ -31,32 +48,6 @@ def _library_digest():
 
 
 _LIBRARY_DIGEST = _library_digest()
-
-
-def cache_dir():
-    """The directory for generated modules and compiled kernels.
-
-    ``HYBRIDTF_CACHE_DIR`` overrides the default, ``$XDG_CACHE_HOME/hybridtf`` (``~/.cache``).
-    """
-    root = os.environ.get("HYBRIDTF_CACHE_DIR")
-    if not root:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        root = os.path.join(base, "hybridtf")
-    return root
-
-
-def _write_atomically(path, text):
-    directory = os.path.dirname(path)
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def load_source(prefix, source):
@@ -82,7 +73,8 @@ def load_source(prefix, source):
         except OSError:
             current = None
         if current != source:
-            _write_atomically(path, source)
+            kernel_cache.write_file(path, source.encode())
+        kernel_cache.use_file(path)
         module_name = "hybridtf_generated." + name
         spec = importlib.util.spec_from_file_location(module_name, path)
         module = importlib.util.module_from_spec(spec)
@@ -90,3 +82,69 @@ def load_source(prefix, source):
         spec.loader.exec_module(module)
         _MODULES[name] = module
         return module
+
+
+class ModuleLease:
+    """Keeps a generated module loaded while this object lives (see ``lease_source``)."""
+
+    __slots__ = ("module", "__weakref__")
+
+    def __init__(self, module):
+        self.module = module
+
+
+def lease_source(prefix, source):
+    """``load_source`` for a module needed only while the returned ``ModuleLease`` lives (see
+    IDLE_MODULES); its ``module`` attribute is the module."""
+    while True:
+        module = load_source(prefix, source)
+        with _LOCK:
+            if not vars(module):
+                continue   # dropped since load_source returned it: load it again
+            name = module.__name__.rpartition(".")[2]
+            _LEASES[name] = _LEASES.get(name, 0) + 1
+            _IDLE.pop(name, None)
+            lease = ModuleLease(module)
+            ending = weakref.finalize(lease, _lease_ended, name)
+            ending.atexit = False
+            _release_ended()
+            return lease
+
+
+def leased_modules():
+    """The names of the generated modules now leased, each with its number of leases."""
+    with _LOCK:
+        _release_ended()
+        return dict(_LEASES)
+
+
+def _lease_ended(name):
+    _ENDED.append(name)
+    # Not when the lock is held (a collection inside a locked section of this thread, or
+    # another thread): the next lease_source releases it.
+    if _LOCK.acquire(blocking=False):
+        try:
+            _release_ended()
+        finally:
+            _LOCK.release()
+
+
+def _release_ended():
+    """Counts the ended leases down, and drops idle modules past IDLE_MODULES (_LOCK held)."""
+    while _ENDED:
+        name = _ENDED.pop()
+        count = _LEASES[name] - 1
+        if count:
+            _LEASES[name] = count
+            continue
+        del _LEASES[name]
+        _IDLE[name] = None
+    while len(_IDLE) > max(IDLE_MODULES, 0):
+        name, _ = _IDLE.popitem(last=False)
+        module = _MODULES.pop(name, None)
+        if module is not None:
+            sys.modules.pop(module.__name__, None)
+            # A kernel Numba compiled here is otherwise immortal: its dispatcher's finalizer
+            # holds its compile results, whose type annotations hold this module, whose
+            # namespace holds the dispatcher.  Nobody holds a lease, so nobody calls them.
+            module.__dict__.clear()

@@ -7,20 +7,24 @@ assigned variables written back at the end.
 
 * ``plan.lower`` groups elementwise nodes into fused loops (see its docstring);
 * ``render`` renders each group as an ``@njit(cache=True)`` function; all of a graph's functions
-  go into one module written by ``ops.codegen.load_source`` (keyed by a hash of its source, so
-  equal plans share a file and Numba's disk cache);
+  go into one module written by ``ops.codegen.lease_source`` (keyed by a hash of its source, so
+  equal plans share a file, a module and Numba's disk cache; the module stays loaded while a
+  compiled graph holds its lease);
 * the driver is straight-line Python generated for the plan (slots are local variables; kernels,
   attrs and captures are bound as globals), so a call costs little more than the kernel calls;
 * large groups become part kernels that the driver splits over the kernel threads
-  (``ops.threads``), write the variables they update in place while nobody else holds their
-  arrays, and compute a large matrix product that only they read block by block inside their
-  parts (see PART_MIN_ELEMENTS and PRODUCT_MIN_ELEMENTS).
+  (``ops.threads``), write the variables they update in place while nothing else refers to
+  their arrays, and compute a large matrix product that only they read block by block inside
+  their parts (see PART_MIN_ELEMENTS and PRODUCT_MIN_ELEMENTS).
+
+``run`` reads the variables it updates directly and writes them back at the end: its caller
+holds their locks (``ConcreteFunction``).  Variables it only reads are handed out to it.
 """
 import numpy as np
 
 from ops import linalg as linalg_kernels
 from ops import threads
-from ops.codegen import load_source
+from ops.codegen import lease_source
 
 from hybridtf.compiler import fold as fold_lib
 from hybridtf.compiler import loops as loops_lib
@@ -80,12 +84,14 @@ def _split_call_with_product(kernel, args, row_args, product_at, a, b, transpose
 class CompiledGraph:
     """A lowered graph: ``run``, the generated kernel source and the driver source."""
 
-    def __init__(self, graph, run, kernel_source, driver_source, module):
+    def __init__(self, graph, run, kernel_source, driver_source, lease):
         self.graph = graph
         self.run = run
         self.kernel_source = kernel_source
         self.driver_source = driver_source
-        self.module = module
+        # the generated module's ops.codegen.ModuleLease: held as long as this graph lives
+        self.lease = lease
+        self.module = None if lease is None else lease.module
 
 
 def _is_random(node):
@@ -104,10 +110,13 @@ def compile_graph(graph, warm_up=True):
     folded, folded_nodes = fold_lib.fold_constants(graph)
     the_plan = plan_lib.lower(graph, skip=folded_nodes)
 
+    # Single-valued constants are arguments of the fused kernels (a few are literals:
+    # render.literal_pays), so a retrace for another Python number reuses the compiled module.
     constants = loops_lib.small_constants(graph)
     for key, value in folded.items():
-        if fold_lib.uniform_value(value) is not None:
-            constants[key] = value   # inlined as a literal of its one value
+        one = fold_lib.uniform_value(value)
+        if one is not None:
+            constants[key] = one
 
     in_place = plan_lib.in_place_updates(graph, the_plan, PART_MIN_ELEMENTS)
     products = _products_in_parts(the_plan, in_place)   # group index -> matmul node
@@ -125,11 +134,12 @@ def compile_graph(graph, warm_up=True):
             if loop is not None:
                 loop_kernels[step_index] = loop
                 kernels += loop.kernels + [loop.kernel]
-    module = None
+    module = lease = None
     source = ""
     if kernels:
         source = render_lib.module_source(kernels)
-        module = load_source("graph", source)
+        lease = lease_source("graph", source)
+        module = lease.module
 
     # ---- the driver ---------------------------------------------------------------------------
     env = {"_np": np, "_asarray": np.asarray, "_array": np.array}
@@ -154,14 +164,18 @@ def compile_graph(graph, warm_up=True):
         slots[key] = f"f{n}"
         env[f"f{n}"] = value
     variable_names = {}
+    updated = {id(variable) for variable, _ in _updated(graph)}
     for n, (variable, placeholder) in enumerate(graph.variables):
         name = new_slot(placeholder)
         env[f"var{n}"] = variable
         variable_names[id(placeholder)] = f"var{n}"
-        lines.append(f"    {name} = var{n}._value")
+        read = "_value" if id(variable) in updated else "_shared_array()"
+        lines.append(f"    {name} = var{n}.{read}")
     env["_split_call"] = _split_call
     env["_split_call_with_product"] = _split_call_with_product
     env["_empty"] = np.empty
+    env["_shares"] = np.may_share_memory
+    readers = the_plan.readers()
 
     def group_call(kernel, fname, outs, indent, product=None):
         """Driver lines computing ``kernel``'s outputs into the slots ``outs``; ``product``: the
@@ -174,6 +188,9 @@ def compile_graph(graph, warm_up=True):
                 continue
             s = slot(t)
             args.append(f"{s}[()]" if scalar else s)
+        for j, array in enumerate(render_lib.pack_arrays(kernel, constants)):
+            env[f"{fname}_p{j}"] = array   # the kernel's constants (render.literal_pays)
+            args.append(f"{fname}_p{j}")
         if not kernel.parts:
             target = outs[0] if len(outs) == 1 else "".join(o + ", " for o in outs)
             return [f"{indent}{target} = {fname}({', '.join(args)})"]
@@ -195,6 +212,7 @@ def compile_graph(graph, warm_up=True):
         row_args = [not scalar and len(t._static_shape) == len(shape)
                     and t._static_shape[0] == shape[0]
                     for t, scalar in zip(kernel.args, kernel.scalar_args)]
+        row_args += [False] * len(kernel.packs)
         row_args += [True] * (len(args) - len(row_args))   # the outputs
         at = next(i for i, t in enumerate(kernel.args) if t is product.outputs[0])
         a, b = (slot(t) for t in product.inputs)
@@ -213,16 +231,18 @@ def compile_graph(graph, warm_up=True):
             kernel = group_kernels[step_index]
             outs = [new_slot(t) for t in kernel.outputs]
             fresh.update(id(t) for t in kernel.outputs)
-            if kernel.in_place:
-                # Copy-on-write, as in TF: a variable's array is overwritten only while nobody
-                # else holds it (the driver's slot is the one other reference); otherwise the
-                # kernel writes over a copy, which becomes the variable's new array.
-                targets = [slot(kernel.args[i]) for i in kernel.in_place.values()]
-                owners = [variable_names[id(kernel.args[i])] for i in kernel.in_place.values()]
-                lines.append("    if not (" + " and ".join(f"{v}._value_unshared(1)"
-                                                        for v in owners) + "):")
-                lines.append("        " + "".join(t + ", " for t in targets) + "= "
-                             + "".join(f"_array({t}), " for t in targets))
+            for i in kernel.in_place.values():
+                # Copy-on-write, as in TF: a variable's array is overwritten only while nothing
+                # else refers to it -- the variable has not handed it out, and no view of it
+                # that is read later shares its memory; otherwise the kernel writes over a
+                # copy, which becomes the variable's new array.
+                placeholder = kernel.args[i]
+                target = slot(placeholder)
+                views = plan_lib.views_read_from(the_plan, placeholder, step_index, readers)
+                lines.append("    if " + "".join(f"_shares({target}, {slot(t)}) or "
+                                                 for t in views)
+                             + f"not {variable_names[id(placeholder)]}._claim_in_place({target}):")
+                lines.append(f"        {target} = _array({target})")
             lines += group_call(kernel, f"k{step_index}", outs, "    ", products.get(step_index))
             continue
         node = item
@@ -292,10 +312,21 @@ def compile_graph(graph, warm_up=True):
                 for i, o in enumerate(outs):
                     lines.append(f"    {o} = res[{i}]")
 
+    kept = list(graph.outputs) + [t for _, t in _updated(graph)]
     for n, (variable, tensor) in enumerate(_updated(graph)):
         env[f"upd{n}"] = variable
-        value = slot(tensor) if id(tensor) in fresh else f"_array({slot(tensor)})"
-        lines.append(f"    upd{n}._set({value})")
+        value = slot(tensor)
+        if id(tensor) not in fresh:
+            lines.append(f"    upd{n}._set(_array({value}), True)")   # a copy of its own
+            continue
+        # A new array: the variable's own (a later call may overwrite it in place) unless the
+        # caller or another variable gets it, or a view of it, too.
+        owned = "False"
+        if sum(t is tensor for t in kept) == 1:
+            views = plan_lib.views_read_from(the_plan, tensor, len(the_plan.items), readers)
+            shared = " or ".join(f"_shares({value}, {slot(t)})" for t in views)
+            owned = f"not ({shared})" if views else "True"
+        lines.append(f"    upd{n}._set({value}, {owned})")
     # A folded output is copied: the caller gets an array of its own.
     lines.append("    return [" + "".join((f"_array({slot(t)})" if id(t) in folded else slot(t))
                                          + ", " for t in graph.outputs) + "]")
@@ -306,15 +337,18 @@ def compile_graph(graph, warm_up=True):
 
     if warm_up and kernels:
         _warm_up(kernels, module, loop_kernels.values())
-    return CompiledGraph(graph, run, source, driver_source, module)
+    return CompiledGraph(graph, run, source, driver_source, lease)
 
 
 def _products_in_parts(plan, in_place):
     """group index -> the matmul node whose output only that group reads, when the group is a
     part kernel of the product's shape: the product is then computed inside its parts.  Its
-    operands must be 2-D floats no group overwrites in place (they are read later than planned)."""
+    operands must be 2-D floats that no group overwrites in place, nor views of such (they are
+    read later than planned)."""
     readers = plan.readers()
     overwritten = {id(t) for targets in in_place.values() for t in targets.values()}
+    overwritten.update(id(view) for targets in in_place.values() for t in targets.values()
+                       for _, view in plan_lib.possible_views(plan, t))
     products = {}
     for kind, node in plan.items:
         if kind != "step" or node.op.name != "matmul" or not node.attrs:
@@ -405,10 +439,15 @@ def _warm_up(kernels, module, loops):
         for t, scalar in zip(kernel.args, kernel.scalar_args):
             dummy = np.zeros(t._static_shape, t._static_dtype)
             args.append(dummy[()] if scalar else dummy)
+        args += [np.zeros(len(pack), pack[0]._static_dtype) for pack in kernel.packs]
         if kernel.parts:   # its outputs, and an empty range of rows
             args += [np.zeros(t._static_shape, t._static_dtype) for t in kernel.outputs
                      if id(t) not in kernel.in_place] + [0, 0]
-        getattr(module, kernel.name)(*args)
+        function = getattr(module, kernel.name)
+        # A retrace (a new Python value) finds its kernels compiled: running them on dummy
+        # arrays of the full shapes would cost more than the rest of the trace.
+        if tuple(numba.typeof(a) for a in args) not in function.overloads:
+            function(*args)
 
 
 def describe(compiled):

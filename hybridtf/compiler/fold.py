@@ -3,9 +3,10 @@
 A node folds when it is pure, not elementwise, and every input is a captured constant or a
 folded value, or when it reads only its input's static shape (``fill_like``, ``shape``): most of
 the gradient of a mean -- ones, reshapes, broadcasts -- and the zeros of a relu's gradient.
-Folded values are bound to the driver as constants and, when uniform, inlined into the fused
-loops as literals.  Values over MAX_FOLDED_SIZE elements are computed per call instead, except
-a ``fill_like``, which folds at any size as a zero-strided view of its one value.
+Folded values are bound to the driver as constants and, when uniform, passed to the fused
+loops as scalars (see ``render.literal_pays``).  Values over MAX_FOLDED_SIZE elements are
+computed per call instead, except a ``fill_like``, which folds at any size as a zero-strided
+view of its one value.
 """
 import numpy as np
 
@@ -36,8 +37,9 @@ def fold_constants(graph):
         op, attrs = node.op, node.attrs
         if op.stateful or op.kind == "elementwise" or (
                 attrs is not None and ("branches" in attrs or "body" in attrs)):
-            # Elementwise ops on constants are left to the fused loops, which inline uniform
-            # constants: running their eager ufuncs here would build them in every new process.
+            # Elementwise ops on constants are left to the fused loops, which take uniform
+            # constants as scalars: running their eager ufuncs here would build them in every
+            # new process.
             continue
         arrays = _input_arrays(node, known)
         if arrays is None:

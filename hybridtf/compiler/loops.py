@@ -15,10 +15,6 @@ import numpy as np
 from hybridtf.compiler import plan as plan_lib
 from hybridtf.compiler import render as render_lib
 
-# Captured constants with at most this many elements are inlined in the generated code.
-INLINE_SIZE = 1
-
-
 class ControlFlowKernel:
     """A rendered loop or branch: the kernels it calls, its own kernel, what the driver passes.
 
@@ -33,12 +29,13 @@ class ControlFlowKernel:
 
 
 def small_constants(graph):
-    """id(placeholder) -> value, for the captures of ``graph`` small enough to inline."""
+    """id(placeholder) -> the one value (a NumPy scalar), for the numeric captures of ``graph``
+    that have one element: fused kernels take them as scalars (see ``render.literal_pays``)."""
     constants = {}
     for tensor, placeholder in graph.captures:
         value = np.asarray(tensor._value)
-        if value.size == 1 and value.size <= INLINE_SIZE and value.dtype.kind in "biuf":
-            constants[id(placeholder)] = value
+        if value.size == 1 and value.dtype.kind in "biuf":
+            constants[id(placeholder)] = render_lib.scalar_value(value)
     return constants
 
 
@@ -83,6 +80,9 @@ class _Part:
                 kernel = render_lib.render(item, constants)
                 args = [names[id(t)] + ("[()]" if scalar else "")
                         for t, scalar in zip(kernel.args, kernel.scalar_args)]
+                for array in render_lib.pack_arrays(kernel, constants):
+                    args.append(f"k{len(self.captured)}")
+                    self.captured.append(array)
                 outputs = kernel.outputs
             else:
                 nested = render(item)
