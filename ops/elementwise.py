@@ -14,9 +14,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from ops.codegen import load_source
+from ops.kernel_cache import njit
 
 FLOATS = ("float32", "float64")
 INTS = ("int8", "int16", "int32", "int64", "uint8")
@@ -24,7 +24,7 @@ NUMERIC = INTS + FLOATS
 BOOL = ("bool",)
 ALL = BOOL + NUMERIC
 
-_jit = njit(cache=True, error_model="numpy")
+_jit = njit(error_model="numpy")
 
 
 # ---- unary -----------------------------------------------------------------------------------
@@ -118,12 +118,14 @@ def cos(x):
 
 @_jit
 def floor(x):
-    return math.floor(x)
+    # np.floor keeps the float type; math.floor gives an int64, wrong for |x| >= 2**63, inf
+    # and NaN.
+    return np.floor(x)
 
 
 @_jit
 def ceil(x):
-    return math.ceil(x)
+    return np.ceil(x)
 
 
 @_jit
@@ -141,6 +143,178 @@ def relu(x):
 @_jit
 def logical_not(x):
     return not x
+
+
+# ---- special functions and floating-point predicates -------------------------------------------
+# The special functions compute in float64 (the caller casts back to the input's dtype).
+@_jit
+def erf(x):
+    return math.erf(x)
+
+
+@_jit
+def erfc(x):
+    return math.erfc(x)
+
+
+_TWO_OVER_SQRT_PI = 1.1283791670955126
+
+
+@_jit
+def erfinv(x):
+    # Winitzki's closed form (relative error < 2e-3), then Newton steps on erf; near the tails
+    # (1 - |x| tiny) the residual is taken with erfc, which keeps full precision there.
+    x = float(x)
+    if not -1.0 <= x <= 1.0:
+        return np.nan   # |x| > 1 and NaN
+    t = abs(x)
+    if t == 1.0:
+        return math.copysign(np.inf, x)
+    log_term = math.log((1.0 - t) * (1.0 + t))
+    a = 0.147
+    b = 2.0 / (math.pi * a) + 0.5 * log_term
+    y = math.sqrt(math.sqrt(b * b - log_term / a) - b)
+    for _ in range(8):   # 2-3 steps in the middle; the far tails converge more slowly
+        slope = _TWO_OVER_SQRT_PI * math.exp(-y * y)
+        if slope == 0.0:
+            break
+        if t < 0.5:
+            step = (t - math.erf(y)) / slope
+        else:
+            step = (math.erfc(y) - (1.0 - t)) / slope   # == t - erf(y)
+        y += step
+        if abs(step) <= 1e-16 * y:
+            break
+    return math.copysign(y, x)
+
+
+@_jit
+def lgamma(x):
+    return math.lgamma(x)   # log|Gamma(x)|: inf at the poles 0, -1, -2, ...
+
+
+# The Bernoulli numbers B_2j (j = 1..7) over (2j)! (the Euler-Maclaurin tail of the Hurwitz zeta
+# function) and over 2j (the asymptotic series of digamma).
+_BERNOULLI_OVER_FACTORIAL = (1.0 / 12.0, -1.0 / 720.0, 1.0 / 30240.0, -1.0 / 1209600.0,
+                             1.0 / 47900160.0, -691.0 / 1307674368000.0, 1.0 / 74724249600.0)
+_BERNOULLI_OVER_INDEX = (1.0 / 12.0, -1.0 / 120.0, 1.0 / 252.0, -1.0 / 240.0, 1.0 / 132.0,
+                         -691.0 / 32760.0, 1.0 / 12.0)
+
+
+@_jit
+def digamma(x):
+    x = float(x)
+    if x != x or x == -np.inf:
+        return np.nan
+    if x == np.inf:
+        return np.inf
+    if x <= 0.0 and x == math.floor(x):
+        return np.nan   # a pole, as TF
+    result = 0.0
+    if x < 0.0:
+        # Reflection: psi(x) = psi(1 - x) - pi / tan(pi x).
+        result = -math.pi / math.tan(math.pi * (x - math.floor(x)))   # tan has period pi
+        x = 1.0 - x
+    while x < 10.0:   # psi(x) = psi(x + 1) - 1 / x, up to where the series is exact
+        result -= 1.0 / x
+        x += 1.0
+    # psi(x) ~ log x - 1/(2x) - sum_j B_2j / (2j x^2j)
+    inv2 = 1.0 / (x * x)
+    power = inv2
+    series = 0.0
+    for coef in _BERNOULLI_OVER_INDEX:
+        series += coef * power
+        power *= inv2
+    return result + math.log(x) - 0.5 / x - series
+
+
+@_jit
+def _hurwitz_zeta(s, x):
+    """sum_k (x + k) ** -s for an integral s >= 2 and x not a pole (0, -1, -2, ...)."""
+    total = 0.0
+    a = x
+    while a < s + 10.0:   # up to where the Euler-Maclaurin tail below is exact in float64
+        term = a ** -s
+        total += term
+        a += 1.0
+        if a > 1.0 and abs(term) <= 1e-17 * abs(total):
+            return total   # a large exponent: the rest, smaller term by term, is negligible
+    tail = a ** (1.0 - s) / (s - 1.0) + 0.5 * a ** -s
+    term = s * a ** (-s - 1.0)   # s (s+1) ... (s+2j-2) / a^(s+2j-1), for j = 1
+    k = s
+    for coef in _BERNOULLI_OVER_FACTORIAL:
+        tail += coef * term
+        term *= (k + 1.0) * (k + 2.0) / (a * a)
+        k += 2.0
+    return total + tail
+
+
+@_jit
+def _cot_derivative(n, c):
+    """Q_n(c), where the n-th derivative of cot(pi x) is pi^n Q_n(cot(pi x)): Q_0(c) = c and
+    Q_{k+1}(c) = -(1 + c^2) Q_k'(c), a polynomial of degree n + 1."""
+    q = np.zeros(n + 2)
+    slope = np.zeros(n + 2)
+    q[1] = 1.0
+    for k in range(n):
+        for i in range(k + 2):   # Q_k has degree k + 1
+            slope[i] = (i + 1) * q[i + 1]
+        q[:] = 0.0
+        for j in range(k + 1):
+            q[j] -= slope[j]
+            q[j + 2] -= slope[j]
+    value = 0.0
+    for i in range(n + 1, -1, -1):
+        value = value * c + q[i]
+    return value
+
+
+# Below this, polygamma reflects x instead of summing the terms up to x > 0, one by one.
+_MIN_SUMMED_X = -1e5
+# n! overflows float64 beyond this order: so do the polygamma values of such negative x.
+_MAX_REFLECTED_ORDER = 170.0
+
+
+@_jit
+def polygamma(n, x):
+    # The n-th derivative of digamma: (-1)^(n+1) n! zeta(n + 1, x) for n >= 1.
+    n = float(n)
+    x = float(x)
+    if n != n or x != x or n < 0.0 or n != math.floor(n):
+        return np.nan
+    if n == 0.0:
+        return digamma(x)
+    sign = 1.0 if n % 2.0 == 1.0 else -1.0
+    if x == np.inf:
+        return 0.0
+    if x == -np.inf:
+        return np.nan
+    if x <= 0.0 and x == math.floor(x):
+        return sign * np.inf   # a pole
+    if x > _MIN_SUMMED_X:
+        return sign * math.gamma(n + 1.0) * _hurwitz_zeta(n + 1.0, x)
+    if n > _MAX_REFLECTED_ORDER:
+        return np.nan
+    # Reflection, the n-th derivative of psi(1 - x) - psi(x) = pi cot(pi x):
+    # psi_n(x) = (-1)^n psi_n(1 - x) - pi^(n+1) Q_n(cot(pi x)).
+    reflected = sign * math.gamma(n + 1.0) * _hurwitz_zeta(n + 1.0, 1.0 - x)
+    cot = 1.0 / math.tan(math.pi * (x - math.floor(x)))
+    return -sign * reflected - math.pi ** (n + 1.0) * _cot_derivative(int(n), cot)
+
+
+@_jit
+def is_nan(x):
+    return x != x
+
+
+@_jit
+def is_inf(x):
+    return abs(x) == np.inf
+
+
+@_jit
+def is_finite(x):
+    return abs(x) < np.inf   # False for NaN too
 
 
 # ---- binary ----------------------------------------------------------------------------------
@@ -276,6 +450,9 @@ SCALAR_OPS = {
     **_table(1, FLOATS, "sqrt rsqrt reciprocal exp expm1 log log1p tanh sigmoid softplus sin cos "
                         "floor ceil round_half_to_even"),
     **_table(1, BOOL, "logical_not"),
+    **_table(1, FLOATS, "erf erfc erfinv lgamma digamma"),
+    **_table(1, FLOATS, "is_nan is_inf is_finite", bool_output=True),
+    **_table(2, FLOATS, "polygamma"),
     **_table(2, NUMERIC, "add subtract multiply floordiv floormod power maximum minimum "
                          "squared_difference"),
     **_table(2, FLOATS, "divide"),
@@ -292,15 +469,15 @@ def _kernel_source(op):
     args = ", ".join("xyz"[:op.arity])
     lines = [
         f'"""Eager kernels of the elementwise op {op.name!r} (generated by ops.elementwise)."""',
-        "from numba import njit, vectorize",
+        "from ops.kernel_cache import njit, vectorize",
         f"from ops.elementwise import {op.name} as f",
     ]
     for dtype in op.dtypes:  # one ufunc per dtype: NumPy's loop search can never pick another
-        lines += ["", "", "@vectorize(cache=True)", f"def ufunc_{dtype}({args}):",
+        lines += ["", "", "@vectorize", f"def ufunc_{dtype}({args}):",
                   f"    return f({args})"]
     if op.arity == 2:
         for variant, body in _LOOP_BODY.items():
-            lines += ["", "", '@njit(cache=True, error_model="numpy")',
+            lines += ["", "", '@njit(error_model="numpy")',
                       f"def loop_{variant}(a, b, out):", "    for i in range(out.size):",
                       f"        {body}"]
     return "\n".join(lines) + "\n"

@@ -30,13 +30,13 @@ dilations >= 1 and that the output is non-negative in size.
 import math
 
 import numpy as np
-from numba import njit
 
 from ops import threads
+from ops.kernel_cache import njit
 from ops.linalg import gemm
 
 # nogil: the big kernels split their work over threads (ops.threads)
-_jit = njit(cache=True, error_model="numpy", nogil=True)
+_jit = njit(error_model="numpy", nogil=True)
 
 
 # ---- padding arithmetic (pure Python) --------------------------------------------------------
@@ -1508,15 +1508,19 @@ def avg_pool2d_grad(input_shape, dy, ksize, strides, padding):
 # ---- softmax and cross-entropy (over the last axis) -----------------------------------------
 @_jit
 def softmax_rows_kernel(x, out, log):
-    """Row-wise softmax (or log-softmax if ``log``) of 2-D x into out; returns each row's
-    log-sum-exp (float64).  Stable: the row max is subtracted before exponentiating."""
+    """Row-wise softmax (or log-softmax if ``log``) of 2-D x into out; returns each row's max
+    ``shift`` and the log of the sum of exp(x - shift) ``log_sum`` (float64), whose sum is the
+    row's log-sum-exp.  Stable: the row max is subtracted before exponentiating.  They stay
+    apart because their sum loses log_sum next to a huge shift (logits of 1e20)."""
     R, C = x.shape
-    lse = np.empty(R, np.float64)
+    shift = np.empty(R, np.float64)
+    log_sum = np.empty(R, np.float64)
     for r in range(R):
         row = x[r]
         o = out[r]
         if C == 0:
-            lse[r] = -np.inf
+            shift[r] = -np.inf
+            log_sum[r] = 0.0
             continue
         m = row[0]
         for c in range(1, C):
@@ -1536,25 +1540,28 @@ def softmax_rows_kernel(x, out, log):
             inv = 1.0 / s
             for c in range(C):
                 o[c] = o[c] * inv
-        lse[r] = m + ls
-    return lse
+        shift[r] = m
+        log_sum[r] = ls
+    return shift, log_sum
 
 
 @_jit
-def sparse_xent_kernel(x, labels, lse):
-    """loss[r] = lse[r] - x[r, labels[r]] in x's dtype; NaN for a label outside [0, C) (never
-    read out of bounds; TF's GPU kernel gives NaN there too)."""
+def sparse_xent_kernel(x, labels, shift, log_sum):
+    """loss[r] = log_sum[r] - (x[r, labels[r]] - shift[r]) (log-sum-exp minus the label's
+    logit) in x's dtype; NaN for a label outside [0, C) (never read out of bounds; TF's GPU
+    kernel gives NaN there too)."""
     R, C = x.shape
     loss = np.empty(R, x.dtype)
     for r in range(R):
         lab = labels[r]
-        loss[r] = lse[r] - x[r, lab] if 0 <= lab < C else np.nan
+        loss[r] = log_sum[r] - (x[r, lab] - shift[r]) if 0 <= lab < C else np.nan
     return loss
 
 
 @_jit
-def dense_xent_kernel(x, labels, lse):
-    """loss[r] = sum_c labels[r, c] * (lse[r] - x[r, c]), i.e. -sum(labels * log_softmax)."""
+def dense_xent_kernel(x, labels, shift, log_sum):
+    """loss[r] = sum_c labels[r, c] * (log_sum[r] - (x[r, c] - shift[r])), i.e.
+    -sum(labels * log_softmax)."""
     R, C = x.shape
     loss = np.empty(R, x.dtype)
     for r in range(R):
@@ -1562,7 +1569,7 @@ def dense_xent_kernel(x, labels, lse):
         for c in range(C):
             lab = labels[r, c]
             if lab != 0:  # 0 * (inf) would be NaN; TF's label-0 terms contribute nothing
-                s += lab * (lse[r] - x[r, c])
+                s += lab * (log_sum[r] - (x[r, c] - shift[r]))
         loss[r] = s
     return loss
 
@@ -1643,8 +1650,8 @@ def sparse_softmax_cross_entropy(logits, labels):
     if logits.shape[0] == 0:
         return np.empty(0, logits.dtype), probs
     _check(labels.shape == logits.shape[:1], "sparse_softmax_cross_entropy", logits, labels)
-    lse = softmax_rows_kernel(logits, probs, False)
-    return sparse_xent_kernel(logits, labels, lse), probs
+    shift, log_sum = softmax_rows_kernel(logits, probs, False)
+    return sparse_xent_kernel(logits, labels, shift, log_sum), probs
 
 
 def softmax_cross_entropy(logits, labels):
@@ -1659,5 +1666,5 @@ def softmax_cross_entropy(logits, labels):
     if logits.shape[0] == 0:
         return np.empty(0, logits.dtype), probs
     _check(labels.shape == logits.shape, "softmax_cross_entropy", logits, labels)
-    lse = softmax_rows_kernel(logits, probs, False)
-    return dense_xent_kernel(logits, labels, lse), probs
+    shift, log_sum = softmax_rows_kernel(logits, probs, False)
+    return dense_xent_kernel(logits, labels, shift, log_sum), probs

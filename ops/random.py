@@ -21,9 +21,10 @@ How words become values:
 import math
 
 import numpy as np
-from numba import njit
 
-_jit = njit(cache=True, error_model="numpy")
+from ops.kernel_cache import njit
+
+_jit = njit(error_model="numpy")
 
 _MASK32 = np.uint64(0xFFFFFFFF)
 _M0 = np.uint64(0xD2511F53)

@@ -1,4 +1,6 @@
 """Elementwise ops against NumPy, and their gradients against finite differences."""
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import assume, given
@@ -235,3 +237,32 @@ def test_cast_and_its_gradient():
         tape.watch(x)
         y = tf.cast(tf.cast(x, tf.int32), tf.float32)
     assert tape.gradient(y, x) is None
+
+
+# Float floor division is floor(x / y) in IEEE arithmetic, as TF's: quotients beyond int64,
+# infinities and NaN included (the expected values are TF 2.21's).
+_INF, _NAN = np.inf, np.nan
+FLOORDIV_IEEE = [(1e20, 1.0, 1e20), (5.0, 0.0, _INF), (-5.0, 0.0, -_INF), (0.0, 0.0, _NAN),
+                 (_NAN, 1.0, _NAN), (_INF, 1.0, _INF), (-7.0, 2.0, -4.0), (1.0, _INF, 0.0),
+                 (-1.0, _INF, -0.0), (_INF, _INF, _NAN)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("traced", [False, True])
+def test_float_floordiv_follows_ieee_like_tf(dtype, traced):
+    x, y, expected = (np.array(column, dtype) for column in zip(*FLOORDIV_IEEE))
+    fn = tf.function(tf.math.floordiv) if traced else tf.math.floordiv
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # and silently, as TF
+        out = fn(tf.constant(x), tf.constant(y))
+        operator_out = tf.constant(x) // tf.constant(y)
+    np.testing.assert_array_equal(out.numpy(), expected)
+    np.testing.assert_array_equal(operator_out.numpy(), expected)
+
+
+@pytest.mark.parametrize("fn, ref", [(tf.math.floor, np.floor), (tf.math.ceil, np.ceil)])
+def test_floor_and_ceil_keep_huge_and_non_finite_values(fn, ref):
+    x = np.array([1e20, -1e30, 3e38, _INF, -_INF, _NAN, -2.5, 0.5], np.float32)
+    np.testing.assert_array_equal(fn(tf.constant(x)).numpy(), ref(x))
+    np.testing.assert_array_equal(tf.function(fn)(tf.constant(x.astype(np.float64))).numpy(),
+                                  ref(x.astype(np.float64)))

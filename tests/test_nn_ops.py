@@ -261,6 +261,19 @@ def test_softmax_cross_entropy_gradient_at_large_logits():
                                atol=1e-12)
 
 
+@pytest.mark.parametrize("magnitude", [1e20, -1e20, 3e38])
+@pytest.mark.parametrize("dtype", [tf.float32, tf.float64])
+def test_cross_entropies_of_equal_huge_logits_are_log_k(magnitude, dtype):
+    # The log-sum-exp's max shift and log-sum stay apart: m + log(k) - m would be 0.
+    logits = tf.fill([2, 3], tf.constant(magnitude, dtype))
+    dense = tf.nn.softmax_cross_entropy_with_logits(
+        labels=tf.constant([[1.0, 0.0, 0.0], [0.5, 0.25, 0.25]], dtype), logits=logits)
+    sparse = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=[0, 2], logits=logits)
+    rtol = 1e-6 if dtype == tf.float32 else 1e-12
+    np.testing.assert_allclose(dense.numpy(), [np.log(3)] * 2, rtol=rtol)
+    np.testing.assert_allclose(sparse.numpy(), [np.log(3)] * 2, rtol=rtol)
+
+
 def _np_sigmoid_xent(x, z):
     return np.logaddexp(0, x) - x * z
 

@@ -1,5 +1,6 @@
 """Tensors, constants, dtypes, shapes, variables and Python operators."""
 import copy
+import warnings
 
 import numpy as np
 import pytest
@@ -43,6 +44,29 @@ def test_constant_with_dtype_and_shape():
     with pytest.raises(TypeError):
         tf.constant(1.5, dtype=tf.int32)
     assert tf.constant(2.0, dtype=tf.int32).numpy() == 2
+
+
+@pytest.mark.parametrize("value, pattern", [
+    ([1, None], "mixed types"), ([1, "a"], "mixed types"), (["a", 1], "mixed types"),
+    ([None], r"unsupported type \(<class 'NoneType'>\)"), (print, "unsupported type"),
+    ({"a": 1}, "unsupported type"), (Ellipsis, "unsupported type"),
+    ([[1, 2], [3]], "non-rectangular"), (np.array([1, 2], dtype=object), "Unsupported object"),
+    (2 ** 63, "out of the range of int64"), ([1, 2 ** 64], "out of the range of int64"),
+    (1e300, "out of the range of float32"), ([1.0, 1e39], "out of the range of float32"),
+])
+def test_values_tf_cannot_convert_are_value_errors(value, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        tf.constant(value)
+    with pytest.raises(ValueError, match=pattern):
+        tf.convert_to_tensor(value)
+
+
+def test_floats_beyond_an_explicit_dtype_become_inf_silently_like_tf():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert tf.constant(1e300, tf.float32).numpy() == np.inf
+        assert (tf.constant(-1.9) + 1e300).numpy() == np.inf
+        assert tf.constant(1e300, tf.float64).numpy() == 1e300
 
 
 def test_constant_copies_numpy_input():

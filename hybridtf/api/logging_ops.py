@@ -7,6 +7,7 @@ from hybridtf.eager.execute import as_tensor, execute
 from hybridtf.framework import nest
 from hybridtf.framework.tensor import Tensor
 from hybridtf.graph import func_graph
+from hybridtf.registry import checks
 from hybridtf.registry.python_ops import PRINT, TensorSlot
 
 
@@ -89,6 +90,11 @@ def print_(*inputs, output_stream=None, summarize=3, sep=" ", end="\n", name=Non
     ``output_stream``: sys.stderr (default), sys.stdout, or "file://<path>" to append to a file.
     Inside a traced function it prints every time the function runs.
     """
+    for what, value in (("sep", sep), ("end", end)):
+        if not isinstance(value, str):
+            raise TypeError(f"print: {what} must be a string, got {value!r}.")
+    if summarize is not None:
+        summarize = checks.integer("print", summarize, "summarize")
     if func_graph.current() is None:
         write(inputs, output_stream, summarize, sep, end)
         return None

@@ -1,4 +1,6 @@
 """``tf.nn``: activations, softmax, cross-entropies, convolution, pooling, dropout."""
+import operator
+
 import numpy as np
 
 from hybridtf.api import array_ops, math_ops
@@ -62,16 +64,36 @@ def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None, name=None
     lt = as_tensor(logits)
     yt = as_tensor(labels)
     name = "sparse_softmax_cross_entropy_with_logits"
-    if lt.ndim == 0 or tuple(yt.shape) != tuple(lt.shape[:-1]):
+    if lt.ndim == 0 or not yt.shape.is_compatible_with(lt.shape[:-1]):
         checks.fail(name, f"labels shape {list(yt.shape)} must equal logits shape "
                     f"{list(lt.shape)} without its last dimension.")
     if lt.ndim == 2:
         return execute(NN.SPARSE_XENT, [lt, yt], None)[0]
-    classes = lt.shape[-1]
-    rows = int(np.prod(yt.shape.as_list()))  # explicit: -1 cannot be inferred for empty tensors
+    rows, classes = _rows_and_classes(name, lt)
     loss = execute(NN.SPARSE_XENT, [array_ops.reshape(lt, [rows, classes]),
                                     array_ops.reshape(yt, [rows])], None)[0]
-    return array_ops.reshape(loss, yt.shape)
+    return _unflatten(loss, lt)
+
+
+def _rows_and_classes(op_name, logits):
+    """The [rows, classes] that [..., classes] logits flatten to, -1 for a size known only when
+    the graph runs (one at most)."""
+    outer, classes = logits.shape.as_list()[:-1], logits.shape[-1]
+    # Explicit sizes where known: -1 cannot be inferred for empty tensors.
+    rows = None if None in outer else int(np.prod(outer))
+    if (rows is None and classes is None) or (rows is None and classes == 0):
+        raise TypeError(f"{op_name}: logits of shape {logits.shape} need their class dimension "
+                        "and the others known when tracing (one of them may be unknown); give "
+                        "the function an input_signature with them.")
+    return (-1 if rows is None else rows), (-1 if classes is None else classes)
+
+
+def _unflatten(loss, logits):
+    """Per-row losses back in the shape of the logits without their class dimension."""
+    outer = logits.shape.as_list()[:-1]
+    if outer.count(None) <= 1:
+        return array_ops.reshape(loss, [-1 if d is None else d for d in outer])
+    return array_ops.reshape_like(loss, logits[..., 0])   # shaped when the graph runs
 
 
 def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):
@@ -86,13 +108,13 @@ def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):
         perm = [i for i in range(lt.ndim) if i != axis] + [axis]
         lt = array_ops.transpose(lt, perm)
         yt = array_ops.transpose(yt, perm) if yt.ndim == lt.ndim else yt
-    outer = lt.shape.as_list()[:-1]
-    classes = lt.shape[-1]
-    rows = int(np.prod(outer))  # explicit: -1 cannot be inferred for empty tensors
+    if lt.ndim == 2:
+        return execute(NN.XENT, [lt, yt], None)[0]
+    rows, classes = _rows_and_classes("softmax_cross_entropy_with_logits", lt)
     if yt.ndim == lt.ndim and tuple(yt.shape) == tuple(lt.shape):
         yt = array_ops.reshape(yt, [rows, classes])
     loss = execute(NN.XENT, [array_ops.reshape(lt, [rows, classes]), yt], None)[0]
-    return array_ops.reshape(loss, outer)
+    return _unflatten(loss, lt)
 
 
 def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):
@@ -113,12 +135,18 @@ def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):
 
 
 def l2_loss(t, name=None):
-    return math_ops.reduce_sum(math_ops.square(t)) / 2.0
+    """sum(t ** 2) / 2 of a floating point tensor."""
+    x = as_tensor(t)
+    checks.allowed_dtype("l2_loss", x._np_dtype, NN.FLOATS, "t")
+    return math_ops.reduce_sum(math_ops.square(x)) / 2.0
 
 
 def bias_add(value, bias, data_format=None, name=None):
     """value + bias, where bias is 1-D and matches value's channel dimension."""
     v, b = binary_operands("bias_add", value, bias)
+    if data_format is not None and not isinstance(data_format, str):
+        raise TypeError(f"bias_add: data_format must be a string such as 'NHWC' or 'NCHW', got "
+                        f"{data_format!r}.")
     if data_format is not None and data_format.startswith("NC") and v.ndim > 2:
         if b.ndim != 1 or b.shape[0] != v.shape[1]:
             checks.fail("bias_add", f"bias must be 1-D with the size of value's channel dimension "
@@ -131,7 +159,10 @@ def bias_add(value, bias, data_format=None, name=None):
 # ---- convolution and pooling ----------------------------------------------------------------------
 def _pair(op_name, value, what):
     """TF's int / [h, w] / [1, h, w, 1] forms of strides, ksize and dilations, as (h, w)."""
-    values = [int(value)] if isinstance(value, (int, np.integer)) else [int(v) for v in value]
+    try:
+        values = [operator.index(value)]
+    except TypeError:
+        values = checks.integers(op_name, value, what)
     if len(values) == 1:
         pair = (values[0], values[0])
     elif len(values) == 2:
@@ -179,7 +210,8 @@ def conv2d_backprop_input(input_sizes, filters, out_backprop, strides, padding,
     _data_format("conv2d_backprop_input", data_format)
     w, dy = binary_operands("conv2d_backprop_input", filters, out_backprop)
     attrs = _conv_attrs("conv2d_backprop_input", strides, padding, dilations)
-    attrs["input_shape"] = tuple(int(d) for d in np.asarray(input_sizes).reshape(-1))
+    attrs["input_shape"] = tuple(checks.integers("conv2d_backprop_input", input_sizes,
+                                                  "input_sizes"))
     return execute1(NN.CONV2D_BACKPROP_INPUT, [w, dy], attrs)
 
 
@@ -189,7 +221,8 @@ def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides, padding,
     _data_format("conv2d_backprop_filter", data_format)
     x, dy = binary_operands("conv2d_backprop_filter", input, out_backprop)
     attrs = _conv_attrs("conv2d_backprop_filter", strides, padding, dilations)
-    attrs["filter_shape"] = tuple(int(d) for d in np.asarray(filter_sizes).reshape(-1))
+    attrs["filter_shape"] = tuple(checks.integers("conv2d_backprop_filter", filter_sizes,
+                                                   "filter_sizes"))
     return execute1(NN.CONV2D_BACKPROP_FILTER, [x, dy], attrs)
 
 
@@ -230,7 +263,8 @@ def max_pool2d_grad_grad(orig_input, orig_output, grad, ksize, strides, padding)
 
 def avg_pool2d_grad(orig_input_shape, grad, ksize, strides, padding):
     attrs = _pool_attrs("avg_pool2d_grad", ksize, strides, padding)
-    attrs["input_shape"] = tuple(int(d) for d in orig_input_shape)
+    attrs["input_shape"] = tuple(checks.integers("avg_pool2d_grad", orig_input_shape,
+                                                  "orig_input_shape"))
     return execute1(NN.AVG_POOL_GRAD, [as_tensor(grad)], attrs)
 
 

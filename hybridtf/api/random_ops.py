@@ -31,7 +31,7 @@ def _seed_state():
 def set_seed(seed):
     """Sets the global random seed; the sequence of random values restarts."""
     state = _seed_state()
-    state.global_seed = None if seed is None else int(seed)
+    state.global_seed = None if seed is None else checks.integer("random.set_seed", seed, "seed")
     state.op_counter = 0
     state.calls = {}
 
@@ -45,7 +45,7 @@ def get_seed(op_seed):
     if op_seed is None:
         op_seed = state.op_counter
         state.op_counter += 1
-    return global_seed, int(op_seed)
+    return global_seed, checks.integer("random", op_seed, "seed")
 
 
 def _stream(seed):
@@ -90,7 +90,8 @@ def uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None, name=
     if dtype.is_integer:
         if maxval is None:
             checks.fail("random.uniform", f"maxval must be given for integer dtype {dtype.name}.")
-        low, high = int(np.asarray(minval)), int(np.asarray(maxval))
+        low = checks.integer("random.uniform", minval, "minval")
+        high = checks.integer("random.uniform", maxval, "maxval")
         if low >= high:
             checks.fail("random.uniform", f"Need minval < maxval, got {low} >= {high}.")
         return execute1(RND.RANDOM_UNIFORM_INT, [], {

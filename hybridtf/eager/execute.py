@@ -4,6 +4,7 @@ import numpy as np
 from ops import elementwise
 
 from hybridtf.eager import tape as tape_lib
+from hybridtf.framework import fp_errors
 from hybridtf.framework.constant_op import convert_to_tensor, python_scalar_array, to_numpy
 from hybridtf.framework.tensor import Tensor
 from hybridtf.graph import func_graph
@@ -69,6 +70,10 @@ def execute1(op, inputs, attrs):
 # Elementwise ops are the bulk of eager traffic, so they skip the generic path: operands are
 # converted inline, the dtype is checked inline, and broadcasting errors (which NumPy detects
 # before running any loop) are turned into the op's InvalidArgumentError by its shape rule.
+# Their ufuncs run between _quiet() and _restore(token): IEEE results without NumPy's
+# floating-point warnings, as TF (OpDef.eager is quiet by itself; see fp_errors for the cost).
+_quiet = fp_errors.ignore
+_restore = fp_errors.restore
 
 LOOP_MIN_SIZE = 4096  # below this a ufunc call is as fast as a flat loop
 
@@ -116,12 +121,12 @@ def binary_operands(op_name, x, y):
 def _fast_kernel(op, dtype):
     kernel = op.fast.get(dtype)
     if kernel is None:
-        from hybridtf.registry.elementwise import kernel_for  # (the registry imports this module)
+        from hybridtf.registry.elementwise import ufunc_for  # (the registry imports this module)
         specs = [Spec((), dtype)] * op.scalar.arity
         if op.scalar.arity == 3:  # select: a bool condition, then the two values
             specs[0] = Spec((), np.dtype(np.bool_))
         op.infer(specs, None)  # raises the op's error for an unsupported dtype
-        kernel = op.fast[dtype] = kernel_for(op.scalar.name, dtype)
+        kernel = op.fast[dtype] = ufunc_for(op.scalar.name, dtype)
     return kernel
 
 
@@ -131,7 +136,11 @@ def execute_unary(op, x):
         return add_node(_graph_for(xt), op, (xt,), None)[0]
     a = xt._value
     kernel = op.fast.get(a.dtype) or _fast_kernel(op, a.dtype)
-    out = Tensor(kernel(a))
+    token = _quiet()
+    try:
+        out = Tensor(kernel(a))
+    finally:
+        _restore(token)
     if _TAPES.active and op.grad is not None:
         tape_lib.record(op, (xt,), (out,), None, op.grad)
     return out
@@ -162,6 +171,7 @@ def execute_binary(op, x, y):
     ufunc = op.fast.get(a.dtype) or _fast_kernel(op, a.dtype)
     if op.check_values is not None:
         op.check_values((a, b), None)
+    token = _quiet()
     try:  # free unless raised; NumPy checks broadcasting before running any loop
         if (a.size < LOOP_MIN_SIZE and b.size < LOOP_MIN_SIZE) or a.dtype.kind == "O":
             result = ufunc(a, b)
@@ -174,6 +184,8 @@ def execute_binary(op, x, y):
     except ValueError:
         op.infer([Spec(a.shape, a.dtype), Spec(b.shape, b.dtype)], None)  # raises
         raise
+    finally:
+        _restore(token)
     out = Tensor(result)
     if _TAPES.active and op.grad is not None:
         tape_lib.record(op, (x, y), (out,), None, op.grad)
@@ -200,10 +212,14 @@ def _tensor_op_python_float(op, x, a, y):
     """
     dtype = a.dtype
     ufunc = op.fast.get(dtype) or _fast_kernel(op, dtype)
-    if a.size < LOOP_MIN_SIZE or not a.flags.c_contiguous:
-        result = ufunc(a, y)
-    else:
-        result = _array_with_scalar(op, ufunc, a, dtype.type(y), "loop_as")
+    token = _quiet()
+    try:
+        if a.size < LOOP_MIN_SIZE or not a.flags.c_contiguous:
+            result = ufunc(a, y)
+        else:
+            result = _array_with_scalar(op, ufunc, a, dtype.type(y), "loop_as")
+    finally:
+        _restore(token)
     out = Tensor(result)
     if _TAPES.active and op.grad is not None:
         tape_lib.record(op, (x, Tensor(dtype.type(y))), (out,), None, op.grad)
@@ -218,7 +234,11 @@ def execute_ternary(op, c, x, y):
             return add_node(_graph_for(t), op, (ct, xt, yt), None)[0]
     arrays = [np.asarray(t._value) for t in (ct, xt, yt)]
     op.infer([Spec(a.shape, a.dtype) for a in arrays], None)
-    out = Tensor(_fast_kernel(op, arrays[1].dtype)(*arrays))
+    token = _quiet()
+    try:
+        out = Tensor(_fast_kernel(op, arrays[1].dtype)(*arrays))
+    finally:
+        _restore(token)
     if _TAPES.active and op.grad is not None:
         tape_lib.record(op, (ct, xt, yt), (out,), None, op.grad)
     return out

@@ -1,14 +1,19 @@
 """Turning Python values, NumPy arrays, tensors and variables into tensors.
 
 Dtype inference follows TF: Python floats -> float32, ints -> int32 (int64 when they do not fit),
-bools -> bool, strings -> string; NumPy arrays keep their dtype.
+bools -> bool, strings -> string; NumPy arrays keep their dtype.  What TF cannot convert is a
+ValueError, as in TF: ragged nesting, strings mixed with numbers, objects that are neither (None,
+dicts, functions), integers beyond int64 and, by default, floats beyond float32.
 """
+import operator
+
 import numpy as np
 
-from hybridtf.framework import dtypes
+from hybridtf.framework import dtypes, fp_errors
 from hybridtf.framework.tensor import Tensor
 
 _INT32_MIN, _INT32_MAX = -2**31, 2**31 - 1
+_INT64_MIN, _INT64_MAX = -2**63, 2**63 - 1
 _PY_SCALARS = (int, float, bool)
 
 
@@ -16,10 +21,49 @@ def _raw_numpy(value):
     """A NumPy array for a Python value (scalar or nested list), at full precision."""
     if isinstance(value, (str, bytes)):
         return np.array(_as_bytes(value), dtype=object)
-    array = np.array(_unwrap_tensors(value))
-    if array.dtype.kind in "SUO":
-        array = np.vectorize(_as_bytes, otypes=[object])(array)
+    nested = _unwrap_tensors(value)
+    try:
+        array = np.array(nested)
+    except ValueError:   # NumPy refuses ragged nesting
+        raise ValueError(f"Can't convert non-rectangular Python sequence {value!r} to a "
+                         "Tensor.") from None
+    kind = array.dtype.kind
+    if kind in "SUO":
+        return _string_array(array if kind == "O" else np.array(nested, dtype=object), value)
+    if (kind == "u" and array.size and array.max() > _INT64_MAX) or (
+            kind == "f" and np.any(np.abs(array) >= 2.0 ** 63)):
+        if any(type(v) is int and not _INT64_MIN <= v <= _INT64_MAX for v in _leaves(nested)):
+            raise _out_of_range(value)
     return array
+
+
+def _leaves(nested):
+    if isinstance(nested, (list, tuple)):
+        for item in nested:
+            yield from _leaves(item)
+    else:
+        yield nested
+
+
+def _out_of_range(value):
+    return ValueError(f"Can't convert {value!r} to a Tensor: an integer is out of the range of "
+                      "int64.")
+
+
+def _string_array(objects, value):
+    """An object array of str/bytes as a tf.string array (of bytes); TF's ValueError when the
+    value holds anything else."""
+    others = [v for v in objects.reshape(-1) if not isinstance(v, (str, bytes))]
+    if not others:
+        return np.vectorize(_as_bytes, otypes=[object])(objects)
+    kinds = {type(v) for v in others} | ({str} if len(others) < objects.size else set())
+    if kinds == {int}:   # NumPy keeps ints beyond 64 bits as objects
+        raise _out_of_range(value)
+    if len(kinds) > 1:
+        raise ValueError(f"Can't convert {value!r} to a Tensor: a Python sequence with mixed "
+                         f"types ({', '.join(sorted(k.__name__ for k in kinds))}).")
+    raise ValueError(f"Attempt to convert a value ({others[0]!r}) with an unsupported type "
+                     f"({type(others[0])}) to a Tensor.")
 
 
 def _with_default_dtype(array, value):
@@ -28,7 +72,15 @@ def _with_default_dtype(array, value):
         return array
     kind = array.dtype.kind
     if kind == "f" and array.dtype == np.float64:
-        return array.astype(np.float32)
+        token = fp_errors.ignore()
+        try:
+            narrowed = array.astype(np.float32)
+        finally:
+            fp_errors.restore(token)
+        if np.any(np.isinf(narrowed) & np.isfinite(array)):
+            raise ValueError(f"Can't convert {value!r} to a float32 Tensor: a value is out of "
+                             "the range of float32; pass dtype=tf.float64.")
+        return narrowed
     if kind in "iu" and array.dtype.itemsize == 8:
         fits = array.size == 0 or (array.min() >= _INT32_MIN and array.max() <= _INT32_MAX)
         return array.astype(np.int32 if fits else np.int64)
@@ -66,17 +118,28 @@ def _cast_checked(array, dtype, value):
         if dtype.is_integer and array.size and (array.min() < dtype.min or array.max() > dtype.max):
             raise TypeError(f"Cannot convert {value!r} to EagerTensor of dtype {dtype.name}: "
                             "out of range.")
-    return array.astype(target)
+    if array.dtype.kind == "c" and not dtype.is_complex:
+        raise TypeError(f"Cannot convert {value!r} to EagerTensor of dtype {dtype.name}: it is "
+                        "complex.")
+    token = fp_errors.ignore()   # a float beyond the target's range becomes inf, as in TF
+    try:
+        return array.astype(target)
+    finally:
+        fp_errors.restore(token)
 
 
 def to_numpy(value, dtype=None):
     """The NumPy value (array or NumPy scalar) a Python value converts to."""
-    if isinstance(value, np.ndarray):
-        array = value
+    if isinstance(value, (np.ndarray, np.generic)):
+        array = value if isinstance(value, np.ndarray) else np.asarray(value)
         if array.dtype.kind in "SU":
             array = np.vectorize(_as_bytes, otypes=[object])(array)
-    elif isinstance(value, np.generic):
-        array = np.asarray(value)
+        elif array.dtype == object:
+            others = [v for v in array.reshape(-1) if not isinstance(v, (str, bytes))]
+            if others:
+                raise ValueError(f"Failed to convert a NumPy array to a Tensor (Unsupported "
+                                 f"object type {type(others[0]).__name__}).")
+            array = np.vectorize(_as_bytes, otypes=[object])(array)
     else:
         array = _raw_numpy(value)
         if dtype is None:
@@ -110,13 +173,7 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
             return Tensor(to_numpy(value, dtype_hint))
         except (TypeError, ValueError):
             pass
-    try:
-        return Tensor(to_numpy(value, dtype))
-    except (TypeError, ValueError) as err:
-        if isinstance(err, TypeError) and "Cannot convert" in str(err):
-            raise
-        raise TypeError(f"Cannot convert {value!r} (type {type(value).__name__}) to a Tensor: "
-                        f"{err}") from None
+    return Tensor(to_numpy(value, dtype))
 
 
 def constant(value, dtype=None, shape=None, name="Const"):
@@ -133,7 +190,10 @@ def constant(value, dtype=None, shape=None, name="Const"):
         if isinstance(value, np.ndarray) and array is value:
             array = array.copy()  # the caller may mutate their array; a tensor never changes
     if shape is not None:
-        shape = tuple(int(d) for d in shape)
+        try:
+            shape = tuple(operator.index(d) for d in shape)
+        except TypeError:
+            raise TypeError(f"constant: shape must be a list of integers, got {shape!r}.") from None
         if array.size == 1:
             array = np.broadcast_to(array.reshape(()), shape).copy()
         elif array.size == int(np.prod(shape)):
@@ -148,7 +208,11 @@ def python_scalar_array(value, np_dtype, op_name):
     """A Python number as a NumPy scalar of an operand's dtype, refusing lossy conversions."""
     kind = np_dtype.kind
     if kind == "f":
-        return np_dtype.type(value)
+        token = fp_errors.ignore()   # beyond the dtype's range: inf, as in TF
+        try:
+            return np_dtype.type(value)
+        finally:
+            fp_errors.restore(token)
     if kind in "iu":
         if isinstance(value, float) and not value.is_integer():
             raise TypeError(f"{op_name}: cannot convert {value!r} to EagerTensor of dtype "

@@ -12,8 +12,15 @@ An ``OpDef`` carries:
 * ``grad(record, grads)`` -- the gradient rule, written with hybridtf's public ops so it runs
   eagerly, under a second tape (higher-order gradients) and inside a trace alike;
 * ``kind`` -- how the compiler treats it: "elementwise", "reduction" or "opaque".
+
+``eager`` runs with NumPy's floating-point warnings off, wherever it is called (eagerly, by the
+graph interpreter, by a compiled driver): TF's kernels give IEEE results (inf, NaN) silently.
+An op that runs the user's own Python code (``py_function``) passes ``quiet_fp=False``, so that
+code keeps the user's NumPy settings.
 """
 from collections import namedtuple
+
+from hybridtf.framework import fp_errors
 
 Spec = namedtuple("Spec", "shape dtype")
 
@@ -25,10 +32,10 @@ class OpDef:
                  "scalar", "stateful", "fast")
 
     def __init__(self, name, kind, eager, infer, grad=None, check_values=None, num_outputs=1,
-                 scalar=None, stateful=False):
+                 scalar=None, stateful=False, quiet_fp=True):
         self.name = name
         self.kind = kind
-        self.eager = eager
+        self.eager = fp_errors.quietly(eager) if quiet_fp else eager
         self.infer = infer
         self.grad = grad
         self.check_values = check_values

@@ -64,12 +64,34 @@ def allowed_dtype(op_name, np_dtype, allowed, what="x"):
                         f"not support; allowed: {', '.join(allowed)}.")
 
 
+def integer(op_name, value, what):
+    """``value`` (a Python or NumPy integer, or an integer scalar tensor) as a Python int.
+
+    Anything else is a TypeError naming the argument: a float too, even 2.0, as in TF (a
+    dimension or count is never silently truncated)."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{op_name}: {what} must be an integer, got {value!r}.") from None
+
+
+def integers(op_name, values, what):
+    """``values`` (a list or tuple of integers, a TensorShape, or a 1-D integer array or tensor)
+    as a list of Python ints; anything else is a TypeError naming the argument."""
+    if hasattr(values, "as_list"):   # a TensorShape (its unknown dimensions are not integers)
+        values = values.as_list()
+    if isinstance(values, (list, tuple)):
+        return [integer(op_name, v, f"{what}[{i}]") for i, v in enumerate(values)]
+    array = np.asarray(values) if hasattr(values, "__array__") else None
+    if array is None or array.ndim != 1 or (array.dtype.kind not in "iu" and array.size):
+        raise TypeError(f"{op_name}: {what} must be a list of integers or a 1-D integer tensor, "
+                        f"got {values!r}.")
+    return [int(v) for v in array]
+
+
 def axis(op_name, value, rank, what="axis"):
     """A single axis normalized to [0, rank)."""
-    try:
-        value = operator.index(value)
-    except TypeError:
-        fail(op_name, f"{what} must be an integer, got {value!r}.")
+    value = integer(op_name, value, what)
     if not -rank <= value < rank:
         fail(op_name, f"{what} {value} is out of range for a tensor of rank {rank} "
              f"(expected [{-rank}, {rank})).")

@@ -28,10 +28,12 @@ def _cond_grad(record, grads):
     return control_flow_ops.cond_gradient(record, grads)
 
 
+# Control flow runs its subgraphs' nodes, each quiet on its own (see hybridtf.registry): a
+# py_function inside a branch or loop keeps the user's NumPy settings.
 COND = register(OpDef("cond", "opaque", _cond_eager, _cond_infer, _cond_grad,
-                      num_outputs=None))
+                      num_outputs=None, quiet_fp=False))
 STATEFUL_COND = register(OpDef("stateful_cond", "opaque", _cond_eager, _cond_infer, _cond_grad,
-                               num_outputs=None, stateful=True))
+                               num_outputs=None, stateful=True, quiet_fp=False))
 
 
 def run_loop(attrs, state, outer, record_states=None):
@@ -75,9 +77,9 @@ def _while_grad(record, grads):
 
 
 WHILE = register(OpDef("while_loop", "opaque", _while_eager, _while_infer, _while_grad,
-                       num_outputs=None))
+                       num_outputs=None, quiet_fp=False))
 STATEFUL_WHILE = register(OpDef("stateful_while_loop", "opaque", _while_eager, _while_infer,
-                                _while_grad, num_outputs=None, stateful=True))
+                                _while_grad, num_outputs=None, stateful=True, quiet_fp=False))
 
 
 def _while_grad_eager(arrays, attrs):

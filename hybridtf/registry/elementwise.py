@@ -5,7 +5,8 @@ from ops import elementwise as kernels
 
 from hybridtf.api import array_ops as A
 from hybridtf.api import math_ops as M
-from hybridtf.registry import OpDef, Spec, checks, register
+from hybridtf.framework import fp_errors
+from hybridtf.registry import OPS, OpDef, Spec, checks, register
 
 
 def _infer(name, scalar):
@@ -32,16 +33,36 @@ def _concat_strings(x, y):
 STRING_OPS = {"add": _concat_strings, "equal": np.equal, "not_equal": np.not_equal}
 
 
-def kernel_for(name, dtype):
-    """The ufunc computing elementwise op ``name`` on inputs of NumPy ``dtype``."""
+def ufunc_for(name, dtype):
+    """The ufunc computing elementwise op ``name`` on inputs of NumPy ``dtype``; its caller
+    silences NumPy's floating-point warnings (``hybridtf.framework.fp_errors``)."""
     if dtype == object and name in STRING_OPS:
         return STRING_OPS[name]
     return kernels.ufunc(name, dtype.name)
 
 
+def kernel_for(name, dtype):
+    """``ufunc_for(name, dtype)`` as a compiled driver calls it: silently (IEEE results without
+    NumPy's warnings, as TF), and with operands whose shapes were unknown while tracing and do
+    not broadcast rejected by the op's shape rule (NumPy checks before running any loop)."""
+    ufunc = ufunc_for(name, dtype)
+    op = OPS[name]
+
+    def kernel(*arrays):
+        token = fp_errors.ignore()
+        try:
+            return ufunc(*arrays)
+        except ValueError:
+            op.infer([Spec(np.shape(a), np.asarray(a).dtype) for a in arrays], None)  # raises
+            raise
+        finally:
+            fp_errors.restore(token)
+    return kernel
+
+
 def _eager(name):
-    def eager(arrays, attrs):
-        return kernel_for(name, arrays[-1].dtype)(*arrays)
+    def eager(arrays, attrs):   # OpDef runs it quietly
+        return ufunc_for(name, arrays[-1].dtype)(*arrays)
     return eager
 
 
@@ -164,3 +185,15 @@ CEIL = define("ceil")
 ROUND = define("round_half_to_even")
 RELU = define("relu", _unary_grad(lambda g, x, y: M.where(y > 0, g, A.zeros_like(g))))
 LOGICAL_NOT = define("logical_not")
+
+# Special functions: d/dx erf = 2/sqrt(pi) exp(-x^2); lgamma -> digamma -> polygamma(1) -> ...
+_TWO_OVER_SQRT_PI = 1.1283791670955126
+ERF = define("erf", _unary_grad(lambda g, x, y: g * _TWO_OVER_SQRT_PI * M.exp(-(x * x))))
+ERFC = define("erfc", _unary_grad(lambda g, x, y: -g * _TWO_OVER_SQRT_PI * M.exp(-(x * x))))
+ERFINV = define("erfinv", _unary_grad(lambda g, x, y: g / _TWO_OVER_SQRT_PI * M.exp(y * y)))
+LGAMMA = define("lgamma", _unary_grad(lambda g, x, y: g * M.digamma(x)))
+DIGAMMA = define("digamma", _unary_grad(lambda g, x, y: g * M.polygamma(A.ones_like(x), x)))
+POLYGAMMA = define("polygamma", _binary_grad(None, lambda g, n, x, z: g * M.polygamma(n + 1.0, x)))
+IS_NAN = define("is_nan")
+IS_INF = define("is_inf")
+IS_FINITE = define("is_finite")

@@ -56,4 +56,4 @@ def _py_function_infer(specs, attrs):
 
 
 PY_FUNCTION = register(OpDef("py_function", "opaque", _py_function_eager, _py_function_infer,
-                             num_outputs=None, stateful=True))
+                             num_outputs=None, stateful=True, quiet_fp=False))
