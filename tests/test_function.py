@@ -507,3 +507,45 @@ def test_gradient_of_a_call_with_random_ops_uses_the_forward_draws():
         masks.append(tuple(kept))
         np.testing.assert_allclose(tape.gradient(y, x).numpy(), np.where(kept, 4 * x.numpy(), 0))
     assert len(set(masks)) > 1   # each call draws a new mask
+
+
+def test_gradient_of_a_call_that_updates_what_it_read_uses_the_values_before_the_call():
+    v = tf.Variable([1.0, 2.0, 3.0], dtype=tf.float64)
+
+    @tf.function
+    def read_then_update(x):
+        y = tf.reduce_sum(v * v * x)
+        v.assign(2.0 * v + 1.0)
+        return y
+
+    x = tf.constant([1.0, 1.0, 2.0], dtype=tf.float64)
+    for _ in range(2):   # the second call starts from the value the first one left
+        before = v.numpy().copy()
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = read_then_update(x)
+        gv, gx = tape.gradient(y, [v, x])
+        np.testing.assert_allclose(y.numpy(), np.sum(before * before * x.numpy()))
+        np.testing.assert_allclose(gv.numpy(), 2.0 * before * x.numpy())
+        np.testing.assert_allclose(gx.numpy(), before * before)
+        np.testing.assert_allclose(v.numpy(), 2.0 * before + 1.0)
+
+
+def test_input_signature_describes_starred_arguments():
+    spec = tf.TensorSpec([None], tf.float32)
+    f = tf.function(lambda *a: a[0] * 2.0, input_signature=[spec])
+    np.testing.assert_allclose(f(tf.constant([1.0, 2.0])).numpy(), [2.0, 4.0])
+    np.testing.assert_allclose(f(np.array([3.0, 4.0, 5.0], np.float32)).numpy(), [6.0, 8.0, 10.0])
+    assert f.experimental_get_tracing_count() == 1
+    g = tf.function(lambda x, *rest: x + rest[0] * rest[1],
+                    input_signature=[tf.TensorSpec([], tf.float32)] * 3)
+    assert float(g(1.0, 2.0, 3.0)) == 7.0
+    with pytest.raises(ValueError, match="incompatible with input_signature"):
+        f(tf.constant([1, 2]))
+
+
+def test_input_signature_takes_a_python_list_for_a_spec():
+    f = tf.function(lambda x: x * 2.0, input_signature=[tf.TensorSpec([None], tf.float32)])
+    np.testing.assert_allclose(f([3.0, 4.0, 5.0]).numpy(), [6.0, 8.0, 10.0])
+    with pytest.raises(ValueError, match="incompatible with input_signature"):
+        f([[1.0, 2.0], [3.0]])

@@ -5,11 +5,14 @@ Semantics follow TF 2's ``tf.function``: the trace cache is keyed as described i
 stateful ops run in program order on every call; variables may be created on the first trace
 only.  Graphs currently run through ``interpreter`` (the ops' eager kernels).
 """
+import collections
 import functools
 import itertools
 import inspect
 import threading
+import types
 import warnings
+import weakref
 
 import numpy as np
 
@@ -21,11 +24,24 @@ from hybridtf.framework.errors import InvalidArgumentError
 from hybridtf.framework.tensor import Tensor
 from hybridtf.framework.tensor_shape import TensorShape
 from hybridtf.framework.tensor_spec import TensorSpec
+from hybridtf.framework.variables import UpdateLock
 from hybridtf.graph import func_graph, interpreter
 from hybridtf.graph import trace_key as tk
 from hybridtf.graph.func_graph import FuncGraph, GraphTensor
 
 RETRACE_WARNING_THRESHOLD = 5
+# A Function warns about retracing this many times at most (as TF, which logs its warning twice
+# per function): the messages differ, so each would print and stay in the warnings registry.
+MAX_RETRACING_WARNINGS = 2
+
+# A Function keeps its MAX_TRACES most recently used traces.  TF keeps every trace, but a
+# long-running process that traces for a stream of Python values must stay flat: the least
+# recently used trace is dropped, and a later call that needs it traces it again (its Python
+# side effects run again, and experimental_get_tracing_count counts it, as on any trace).  A
+# ConcreteFunction the caller holds stays valid.
+MAX_TRACES = 256
+# Entries of the positional fast path (several may lead to one trace), dropped oldest first.
+MAX_FAST_ENTRIES = 4 * MAX_TRACES
 
 
 class RetracingWarning(UserWarning):
@@ -113,7 +129,8 @@ class ConcreteFunction:
     # ---- the compiled plan ------------------------------------------------------------------
     def _compiled_run(self):
         """``run(arrays, call_index)`` of this graph's compiled plan, built on first use; the
-        interpreter when lowering fails (the reason is kept for ``kernel_source``)."""
+        interpreter when lowering fails (the reason is kept for ``kernel_source``).  A graph
+        that updates variables runs holding their locks, from its reads to its write-backs."""
         run = self._run_plan
         if run is None:
             with self._lock:
@@ -130,6 +147,9 @@ class ConcreteFunction:
 
                         def run(arrays, call_index):
                             return interpreter.run(graph, arrays, call_index)
+                    updated = [v for v, _ in self.graph.updated_variables()]
+                    if updated:
+                        run = _holding(UpdateLock(updated), run)
                     self._run_plan = run
         return run
 
@@ -220,16 +240,17 @@ class ConcreteFunction:
         and variables; itself differentiable, so higher-order gradients work."""
         if self._backward is None:
             forward = self.graph
-            variables = [v for v, _ in forward.variables]
             n_inputs = len(forward.inputs)
 
-            def gradients(inputs, output_grads):
+            # The forward pass is recomputed on the variables' values read before the call:
+            # the call may have updated them since.
+            def gradients(inputs, variable_values, output_grads):
                 from hybridtf.eager.backprop import GradientTape
                 with GradientTape(watch_accessed_variables=False) as tape:
-                    tape.watch(list(inputs))
-                    tape.watch(variables)
-                    outputs = replay(forward, inputs, apply_variable_updates=False)
-                return tape.gradient(outputs, list(inputs) + variables,
+                    tape.watch(list(inputs) + list(variable_values))
+                    outputs = replay(forward, inputs, apply_variable_updates=False,
+                                     variable_values=variable_values)
+                return tape.gradient(outputs, list(inputs) + list(variable_values),
                                      output_gradients=output_grads)
 
             traced = function(gradients, name=f"{self.name}_backward")
@@ -237,13 +258,22 @@ class ConcreteFunction:
             def call(float_inputs, grads, outputs, call_index):
                 grads = [g if g is not None else _zeros_for(y) for g, y in zip(grads, outputs)]
                 inputs = list(float_inputs[:n_inputs])
+                values = list(float_inputs[n_inputs:])
                 if func_graph.current() is not None:
-                    return traced(inputs, grads)
+                    return traced(inputs, values, grads)
                 # The forward pass is recomputed with the forward call's random draws.
-                concrete = traced.get_concrete_function(inputs, grads)
-                return concrete.call_flat(inputs + grads, call_index=call_index)
+                concrete = traced.get_concrete_function(inputs, values, grads)
+                return concrete.call_flat(inputs + values + grads, call_index=call_index)
             self._backward = call
         return self._backward
+
+
+def _holding(lock, run):
+    """``run`` made to hold ``lock`` (an ``UpdateLock``) for the whole of each call."""
+    def locked_run(arrays, call_index):
+        with lock:
+            return run(arrays, call_index)
+    return locked_run
 
 
 def _zeros_for(tensor):
@@ -263,13 +293,14 @@ def _restore_python_outputs(graph, flat_outputs):
 _TENSOR_OUTPUT = object()
 
 
-def replay(graph, inputs, apply_variable_updates, outer=()):
+def replay(graph, inputs, apply_variable_updates, outer=(), variable_values=None):
     """Re-creates ``graph``'s computation on ``inputs`` (and, for a branch or loop body, on the
     enclosing-graph values ``outer``) through the op API, so that it is traced into the current
     graph or recorded on active tapes; returns the output tensors.
 
     Without ``apply_variable_updates`` only the nodes the outputs need run (no prints, no
-    assignments): the form gradients use.
+    assignments): the form gradients use.  ``variable_values`` (one tensor per entry of
+    ``graph.variables``) stand for the variables' values instead of their current ones.
     """
     from hybridtf.eager.execute import execute
     mapping = {id(ph): t for ph, t in zip(graph.inputs, inputs)}
@@ -277,8 +308,10 @@ def replay(graph, inputs, apply_variable_updates, outer=()):
         mapping[id(placeholder)] = value
     for tensor, placeholder in graph.captures:
         mapping[id(placeholder)] = tensor
-    for variable, placeholder in graph.variables:
-        mapping[id(placeholder)] = variable.value()
+    if variable_values is None:
+        variable_values = [variable.value() for variable, _ in graph.variables]
+    for (_, placeholder), value in zip(graph.variables, variable_values):
+        mapping[id(placeholder)] = value
     wanted = None if apply_variable_updates else graph.ancestors(graph.outputs)
     for node in graph.nodes:
         if wanted is not None and id(node) not in wanted:
@@ -309,6 +342,24 @@ def _flatten_tensor_args(bound, template):
             if isinstance(spec, TensorSpec):
                 flat.append(leaf)
     return flat
+
+
+def _list_as_array(value):
+    if isinstance(value, (list, tuple)):
+        try:
+            return np.asarray(value)
+        except ValueError:   # ragged: left for the signature check to report
+            return value
+    return value
+
+
+def _as_signature_tensor(leaf, spec):
+    """An argument leaf given for an input_signature entry, as a tensor of the spec's dtype."""
+    if isinstance(leaf, TensorSpec):
+        return leaf
+    if isinstance(leaf, Tensor) or getattr(leaf, "_is_variable", False):
+        return as_tensor(leaf)
+    return as_tensor(np.asarray(leaf, dtype=spec.dtype.as_numpy_dtype))
 
 
 def _as_input_tensor(value, spec, fn_name, index):
@@ -358,19 +409,25 @@ class Function:
         self._jit_compile = jit_compile
         self._reduce_retracing = bool(reduce_retracing or experimental_relax_shapes)
         self._signature = inspect.signature(python_function)
-        self._cache = {}            # call key -> ConcreteFunction
-        self._relaxed = []          # (general key, ConcreteFunction)
+        # trace key -> ConcreteFunction, least recently used first (at most MAX_TRACES)
+        self._cache = collections.OrderedDict()
+        self._relaxed = []          # (general key, ConcreteFunction) of the relaxed traces
         self._last_key = None
         self._tracing_count = 0
+        self._retracing_warnings = 0
         self._variables_created = False
         self._lock = threading.RLock()
         self._bound_instances = {}
-        self._fast_cache = {}       # exact positional-argument signature -> (concrete, slots)
+        # exact positional-argument signature -> (concrete, tensor positions, trace key)
+        self._fast_cache = {}
         functools.update_wrapper(self, python_function)
 
     # ---- properties TF has -------------------------------------------------------------------
     @property
     def python_function(self):
+        """The Python function this traces (for a decorated method, bound to its object)."""
+        if isinstance(self._python_function, _WeakMethod):
+            return self._python_function.bound()
         return self._python_function
 
     @property
@@ -395,18 +452,20 @@ class Function:
             return self
         bound = self._bound_instances.get(id(instance))
         if bound is None or bound[0]() is not instance:
-            import weakref
-            method = functools.partial(self._python_function, instance)
+            try:
+                ref = weakref.ref(instance, lambda _, key=id(instance):
+                                  self._bound_instances.pop(key, None))
+                # As in TF, the traces do not keep the object alive: it goes when its last
+                # other reference goes, and its traces with it.
+                method = _WeakMethod(self._python_function, ref, self._name)
+            except TypeError:   # an object without weak references: held for good
+                ref = (lambda obj: (lambda: obj))(instance)
+                method = functools.partial(self._python_function, instance)
             functools.update_wrapper(method, self._python_function)
             fn = Function(method, name=self._name, input_signature=self._input_signature,
                           autograph=self._autograph, jit_compile=self._jit_compile,
                           reduce_retracing=self._reduce_retracing)
             fn._signature = _drop_first_parameter(self._signature)
-            try:
-                ref = weakref.ref(instance, lambda _, key=id(instance):
-                                  self._bound_instances.pop(key, None))
-            except TypeError:
-                ref = (lambda obj: (lambda: obj))(instance)
             bound = self._bound_instances[id(instance)] = (ref, fn)
         return bound[1]
 
@@ -421,15 +480,19 @@ class Function:
             if fast_key is not None:
                 entry = self._fast_cache.get(fast_key)
                 if entry is not None:
-                    concrete, positions = entry
+                    concrete, positions, trace_key = entry
+                    try:
+                        self._cache.move_to_end(trace_key)   # most recently used
+                    except KeyError:
+                        pass   # just dropped by another thread: this call still runs it
                     return concrete._run_eagerly([args[i] for i in positions])
-        concrete, flat = self._concrete_for_call(args, kwargs)
+        concrete, flat, trace_key = self._concrete_for_call(args, kwargs)
         if not kwargs:
             fast_key = _fast_key(args)
             if fast_key is not None and len(flat) == len(concrete._input_specs):
                 positions = tuple(i for i, a in enumerate(args) if type(a) is Tensor)
                 if len(positions) == len(flat):
-                    self._fast_cache[fast_key] = (concrete, positions)
+                    self._remember_fast(fast_key, (concrete, positions, trace_key))
         return concrete.call_flat(flat)
 
     def get_concrete_function(self, *args, **kwargs):
@@ -437,10 +500,11 @@ class Function:
         with an input_signature, no arguments are needed."""
         if not args and not kwargs and self._input_signature is not None:
             args = self._input_signature
-        concrete, _ = self._concrete_for_call(args, kwargs)
+        concrete, _, _ = self._concrete_for_call(args, kwargs)
         return concrete
 
     def _concrete_for_call(self, args, kwargs):
+        """(ConcreteFunction, its flat tensor arguments, its key in the trace cache)."""
         try:
             bound = tk.bind(self._signature, args, kwargs)
         except TypeError as err:
@@ -449,35 +513,90 @@ class Function:
             bound = self._apply_input_signature(bound)
         pairs = tk.arguments_of(bound)
         key = tk.call_key(pairs)
-        concrete = self._cache.get(key)
-        if concrete is None:
-            concrete = self._lookup_relaxed(key)
-        if concrete is None:
+        found = self._lookup(key)
+        if found is None:
             with self._lock:
-                concrete = self._cache.get(key) or self._lookup_relaxed(key)
-                if concrete is None:
-                    concrete = self._trace_for(bound, key)
+                found = self._lookup(key)
+                if found is None:
+                    found = self._trace_for(bound, key)
+        trace_key, concrete = found
         flat = [leaf for _, value in pairs for leaf in nest.flatten(value)
                 if _is_tensor_arg(leaf)]
-        return concrete, flat
+        return concrete, flat, trace_key
 
-    def _lookup_relaxed(self, key):
-        for general, concrete in self._relaxed:
-            if tk.covers_call(general, key):
-                return concrete
-        return None
+    # ---- the trace cache (an LRU of at most MAX_TRACES traces) --------------------------------
+    def _lookup(self, key):
+        """(trace key, ConcreteFunction) of the trace serving call key ``key``, now the most
+        recently used; None when there is none."""
+        trace_key, concrete = key, self._cache.get(key)
+        if concrete is None:
+            for general, candidate in self._relaxed:
+                if tk.covers_call(general, key):
+                    trace_key, concrete = general, candidate
+                    break
+            else:
+                return None
+        try:
+            self._cache.move_to_end(trace_key)
+        except KeyError:
+            pass   # just dropped by another thread: this call still runs it
+        return trace_key, concrete
 
-    def _signature_names(self):
-        """The parameters the input_signature describes, in order."""
-        names = [n for n, p in self._signature.parameters.items()
-                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        return names[:len(self._input_signature)]
+    def _remember(self, trace_key, concrete, relaxed):
+        """Caches a new trace (``self._lock`` held); drops the least recently used beyond
+        MAX_TRACES."""
+        self._cache[trace_key] = concrete
+        if relaxed:
+            self._relaxed.append((trace_key, concrete))
+        while len(self._cache) > MAX_TRACES:
+            _, dropped = self._cache.popitem(last=False)
+            self._relaxed = [(g, c) for g, c in self._relaxed if c is not dropped]
+            for fast_key in [k for k, entry in self._fast_cache.items() if entry[0] is dropped]:
+                del self._fast_cache[fast_key]
+
+    def _remember_fast(self, fast_key, entry):
+        with self._lock:
+            if self._cache.get(entry[2]) is not entry[0]:
+                return   # dropped meanwhile
+            if len(self._fast_cache) >= MAX_FAST_ENTRIES:
+                del self._fast_cache[next(iter(self._fast_cache))]
+            self._fast_cache[fast_key] = entry
+
+    def _positional_slots(self, bound):
+        """(parameter name, index in ``*args`` or None) of the call's positional arguments, in
+        order: the named parameters, then the entries of ``*args`` (an input_signature
+        describes them all, as TF's does)."""
+        slots = []
+        for name, parameter in self._signature.parameters.items():
+            if parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD):
+                slots.append((name, None))
+            elif parameter.kind is parameter.VAR_POSITIONAL:
+                slots += [(name, i) for i in range(len(bound.arguments.get(name, ())))]
+        return slots
+
+    def _with_signature_specs(self, bound):
+        """A copy of ``bound`` with the input_signature's specs for the arguments it describes."""
+        copy = inspect.BoundArguments(bound.signature, dict(bound.arguments))
+        slots = self._positional_slots(bound)[:len(self._input_signature)]
+        starred = {name: list(bound.arguments[name]) for name, i in slots if i is not None}
+        for (name, i), spec in zip(slots, self._input_signature):
+            if i is None:
+                copy.arguments[name] = spec
+            else:
+                starred[name][i] = spec
+        for name, values in starred.items():
+            copy.arguments[name] = tuple(values)
+        return copy
 
     def _apply_input_signature(self, bound):
         """Checks the call against input_signature; returns it with tensors for the arguments."""
-        names = self._signature_names()
-        given = [bound.arguments[n] for n in names[:len(self._input_signature)]
-                 if n in bound.arguments]
+        slots = [(name, i) for name, i in self._positional_slots(bound)
+                 if name in bound.arguments][:len(self._input_signature)]
+        given = [bound.arguments[name] if i is None else bound.arguments[name][i]
+                 for name, i in slots]
+        # A (nested) Python list given for a single spec is one tensor's value, as in TF.
+        given = [_list_as_array(value) if isinstance(spec, TensorSpec) else value
+                 for value, spec in zip(given, self._input_signature)]
         if len(given) != len(self._input_signature):
             raise TypeError(f"{self._name}: the input_signature has {len(self._input_signature)} "
                             f"entries but the call gave {len(given)} arguments for them.")
@@ -495,14 +614,15 @@ class Function:
             raise ValueError("Python inputs incompatible with input_signature:\n"
                              f"  inputs: {tuple(given)!r}\n"
                              f"  input_signature: {self._input_signature!r}")
-        converted = dict(bound.arguments)
-        for name, value, spec in zip(names, given, self._input_signature):
-            converted[name] = nest.map_structure(
-                lambda leaf, s: leaf if isinstance(leaf, TensorSpec) else
-                as_tensor(leaf) if isinstance(leaf, Tensor) or
-                getattr(leaf, "_is_variable", False) else
-                as_tensor(np.asarray(leaf, dtype=s.dtype.as_numpy_dtype)), value, spec)
-        bound.arguments.update(converted)
+        starred = {name: list(bound.arguments[name]) for name, i in slots if i is not None}
+        for (name, i), value, spec in zip(slots, given, self._input_signature):
+            value = nest.map_structure(_as_signature_tensor, value, spec)
+            if i is None:
+                bound.arguments[name] = value
+            else:
+                starred[name][i] = value
+        for name, values in starred.items():
+            bound.arguments[name] = tuple(values)
         return bound
 
     # ---- tracing ------------------------------------------------------------------------------
@@ -511,37 +631,40 @@ class Function:
         (converted once, lazily); the original when its source is unavailable."""
         converted = self.__dict__.get("_autograph_function")
         if converted is None:
-            converted = self._python_function
+            method = self._python_function
+            if not isinstance(method, _WeakMethod):
+                method = None
+            converted = self._python_function if method is None else method.func
             if self._autograph:
                 from hybridtf import autograph
                 try:
-                    converted = autograph.convert(self._python_function)
+                    converted = autograph.convert(converted)
                 except autograph.ConversionError:
                     pass        # no source (a lambda, a builtin): trace the function as is
                 except Exception as err:  # noqa: BLE001 - conversion is never fatal
                     warnings.warn(f"AutoGraph could not convert {self._name}; tracing it "
                                   f"unconverted ({type(err).__name__}: {err}).", stacklevel=4)
+            if method is not None:
+                converted = method.with_function(converted)
             self._autograph_function = converted
         return converted
 
     def _trace_for(self, bound, key):
         trace_key_ = key
         if self._input_signature is not None:
-            specs = dict(zip(self._signature_names(), self._input_signature))
-            trace_key_ = tk.call_key(tk.arguments_of(_with_specs(bound, specs)))
+            trace_key_ = tk.call_key(tk.arguments_of(self._with_signature_specs(bound)))
         elif self._reduce_retracing and self._last_key is not None:
             relaxed = tk.relax_call(self._last_key, key)
             if relaxed is not None and relaxed != key:
                 trace_key_ = relaxed
-        if self._tracing_count >= RETRACE_WARNING_THRESHOLD - 1 and self._last_key is not None:
+        if (self._tracing_count >= RETRACE_WARNING_THRESHOLD - 1 and self._last_key is not None
+                and self._retracing_warnings < MAX_RETRACING_WARNINGS):
+            self._retracing_warnings += 1
             self._warn_retracing(key)
         concrete = self._trace(bound, trace_key_)
-        if trace_key_ == key:
-            self._cache[key] = concrete
-        else:
-            self._relaxed.append((trace_key_, concrete))
+        self._remember(trace_key_, concrete, relaxed=trace_key_ != key)
         self._last_key = key
-        return concrete
+        return trace_key_, concrete
 
     def _warn_retracing(self, key):
         lines = tk.differences(self._last_key, key)
@@ -631,6 +754,38 @@ class Function:
         return ConcreteFunction(self._name, graph, bound.signature, template, specs)
 
 
+class _WeakMethod:
+    """``func`` bound to an object held by the weak reference ``ref``: what a decorated method
+    traces, so that its Function does not keep the object alive."""
+
+    def __init__(self, func, ref, name):
+        self.func = func
+        self._ref = ref
+        self._name = name
+
+    def _instance(self):
+        instance = self._ref()
+        if instance is None:
+            raise ReferenceError(
+                f"{self._name}: the object this decorated method was bound to no longer exists, "
+                "so the method cannot be traced for new arguments; keep a reference to the "
+                "object while calling its methods.")
+        return instance
+
+    def __call__(self, *args, **kwargs):
+        return self.func(self._instance(), *args, **kwargs)
+
+    def bound(self):
+        """A bound method of the object (which it keeps alive while it is held)."""
+        return types.MethodType(self.func, self._instance())
+
+    def with_function(self, func):
+        """The same binding for ``func`` (the AutoGraph-converted method)."""
+        method = _WeakMethod(func, self._ref, self._name)
+        functools.update_wrapper(method, self.func)
+        return method
+
+
 def _flat_keys(key):
     """The leaf keys of an argument key, in ``nest.flatten`` order."""
     if isinstance(key, tk.StructureKey):
@@ -654,12 +809,6 @@ def _argument_leaf_keys(bound, name, keys):
 
 def _ordered(bound, arguments):
     return {name: arguments[name] for name in bound.arguments}
-
-
-def _with_specs(bound, specs):
-    copy = inspect.BoundArguments(bound.signature, dict(bound.arguments))
-    copy.arguments.update(specs)
-    return copy
 
 
 def _compatible(value, spec):
