@@ -764,3 +764,48 @@ def test_loop_target_keeps_its_last_value_after_a_tensor_loop():
     assert int(total) == 10 and int(i) == 4
     np.testing.assert_array_equal(last_row(tf.constant([[1.0, 2.0], [3.0, 4.0]])).numpy(),
                                   [3.0, 4.0])
+
+
+@needs_primitives
+def test_break_under_a_tensor_condition_stops_the_loop():
+    # The break flag is carried out of the `if` that sets it, so no further iteration runs.
+    for decorated in (False, True):
+        runs = tf.Variable(0)
+
+        def count_until(n):
+            total = tf.constant(0)
+            for i in tf.range(n):
+                runs.assign_add(1)
+                if i >= 2:
+                    break
+                total += i
+            return total
+        fn = tf.function(count_until) if decorated else tf.autograph.to_graph(count_until)
+        assert int(fn(tf.constant(10))) == 1
+        assert int(runs.numpy()) == 3
+
+
+@needs_primitives
+def test_name_bound_by_with_is_defined_in_a_tensor_loop():
+    w = tf.Variable(2.0)
+
+    @tf.function
+    def descend(steps):
+        for _ in tf.range(steps):
+            with tf.GradientTape() as tape:
+                loss = w * w
+            w.assign_sub(0.25 * tape.gradient(loss, w))
+        return w.read_value()
+    assert float(descend(tf.constant(2))) == pytest.approx(0.5)
+
+
+@needs_primitives
+def test_nested_tensor_loops_keep_the_inner_target_to_themselves():
+    @tf.function
+    def triangle(n):
+        total = 0
+        for i in tf.range(n):
+            for j in tf.range(i):
+                total += j
+        return total
+    assert int(triangle(tf.constant(4))) == 0 + (0) + (0 + 1) + (0 + 1 + 2)

@@ -145,6 +145,24 @@ def _exposed(stmts, defined):
         elif isinstance(s, (ast.FunctionDef, ast.ClassDef)):
             exposed |= set(_loads([s])) - defined
             defined.add(s.name)
+        elif isinstance(s, ast.With):
+            # ``with f() as name:`` binds ``name`` before its body, which always runs.
+            for item in s.items:
+                exposed |= set(_loads([item.context_expr])) - defined
+                if item.optional_vars is not None:
+                    exposed |= set(_loads([item.optional_vars])) - defined
+                    defined |= _assigned([ast.Assign(targets=[item.optional_vars],
+                                                     value=ast.Constant(value=None))])
+            body_exposed, defined = _exposed(s.body, defined)
+            exposed |= body_exposed
+        elif isinstance(s, (ast.For, ast.While)):
+            # A nested loop's target is bound before each run of its body; the loop may run
+            # no time, so what it assigns is not definitely assigned after it.
+            head = [s.iter, s.target] if isinstance(s, ast.For) else [s.test]
+            exposed |= set(_loads(head)) - defined
+            target = _assigned([ast.Assign(targets=[s.target], value=ast.Constant(value=None))]) \
+                if isinstance(s, ast.For) else set()
+            exposed |= _exposed(s.body, defined | target)[0] | _exposed(s.orelse, defined)[0]
         else:
             exposed |= set(_loads([s])) - defined
             if not isinstance(s, (ast.While, ast.For, ast.Try, ast.With)):
@@ -308,7 +326,11 @@ class _FunctionConverter:
 
     # ---- 2. analysis ------------------------------------------------------------------------
     def analyse(self, fdef):
-        self.all_loads = _loads(fdef.body)
+        # A loop's extra test (``not_any(break__1)``) is kept beside the tree: its reads make
+        # the break flags live in the statements that set them.
+        extras = [node._ag_extra for node in _walk_scope(fdef.body)
+                  if getattr(node, "_ag_extra", None) is not None]
+        self.all_loads = _loads(fdef.body + extras)
         self._annotate(fdef.body, False)
 
     def _modified(self, stmts):

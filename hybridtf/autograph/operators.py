@@ -21,7 +21,10 @@ import weakref
 
 import numpy as np
 
+from hybridtf.framework import nest
+from hybridtf.framework.constant_op import constant
 from hybridtf.framework.tensor import Tensor
+from hybridtf.graph import func_graph
 from hybridtf.graph.func_graph import GraphTensor
 
 
@@ -378,13 +381,17 @@ def iter_call(fn, *args, **kwargs):
 def for_stmt(iterable, extra_test, body, init, names, exposed=(), iterate=None):
     """``for x in iterable: vars = body(x, *vars)`` (stopping early when ``extra_test(*vars)`` is
     false, e.g. after a ``break``).  A ``_Range`` or symbolic tensor iterable becomes a
-    while_loop over an int32 index; anything else (lists, Python ranges, eager tensors,
-    datasets) is iterated in Python.  ``iterate`` names the loop's target variable, which
-    keeps its last value after a loop on a tensor, as in TF."""
+    while_loop over an int32 index; a dataset (or its iterator) in a function being traced
+    becomes the loop its ``_graph_for_loop`` builds; anything else (lists, Python ranges,
+    eager tensors, datasets run eagerly) is iterated in Python.  ``iterate`` names the loop's
+    target variable, which keeps its last value after a loop on a tensor, as in TF."""
     n = len(names)
     body = _in_loop(body)
     if isinstance(iterable, _Range) or is_symbolic(iterable):
         return _graph_for(iterable, extra_test, body, tuple(init), names, exposed, iterate)
+    graph_loop = getattr(iterable, "_graph_for_loop", None)
+    if graph_loop is not None and func_graph.current() is not None:
+        return _dataset_for(iterable, extra_test, body, tuple(init), names, exposed)
     state = tuple(init)
     for item in iterable:
         if extra_test is not None:
@@ -399,6 +406,57 @@ def for_stmt(iterable, extra_test, body, init, names, exposed=(), iterate=None):
                 break
         state = _tuple(body(item, *state), n)
     return state
+
+
+def _dataset_for(iterable, extra_test, body, state, names, exposed):
+    """A loop over a dataset (or an iterator) in a function being traced: one loop node that
+    runs a new pass over the dataset every time the function runs."""
+    n = len(names)
+    if "retval_" in names:
+        raise ValueError("A `return` inside a loop over a dataset is not supported in a "
+                         "decorated function; assign the result to a variable defined before "
+                         "the loop, `break`, and return it after the loop.")
+    state = _with_entry_values(iterable.element_spec, state, names, exposed,
+                               lambda element, s: _tuple(body(element, *s), n))
+    _check_loop_vars(state, names, exposed)
+    test = None if extra_test is None else (lambda values: extra_test(*values))
+    try:
+        return tuple(iterable._graph_for_loop(
+            lambda element, values: _tuple(body(element, *values), n), state, test))
+    except Exception as err:  # noqa: BLE001 - re-raised with the variables' names
+        raise _loop_error(err, names)
+
+
+def _with_entry_values(element_spec, state, names, exposed, run_body):
+    """Names the body assigns before reading them (the loop target in a loop nested in
+    another loop) enter the loop as zeros of the type the body gives them -- a dimension that
+    varies is 0 on entry -- and each iteration replaces them."""
+    missing = [i for i, (name, value) in enumerate(zip(names, state))
+               if isinstance(value, Undefined) and name not in exposed and name != "retval_"]
+    specs = nest.flatten(element_spec)
+    if not missing or not all(hasattr(spec, "dtype") for spec in specs):
+        return state   # (a dataset of datasets: the loop itself reports it)
+
+    def trace():
+        graph = func_graph.current()
+        element = nest.pack_sequence_as(element_spec, [
+            graph.placeholder(spec.shape.dims, spec.dtype.as_numpy_dtype, "element")
+            for spec in specs])
+        return run_body(element, tuple(_symbolic_like(v) for v in state))
+    discovered = _trace_scratch(trace)
+    entry = list(state)
+    for i in missing:
+        entry[i] = nest.map_structure(_entry_zeros, discovered[i])
+    return tuple(entry)
+
+
+def _entry_zeros(leaf):
+    if _is_tensor(leaf) and leaf.shape.rank is not None:
+        shape = [0 if d is None else d for d in leaf.shape]
+        return constant(np.zeros(shape, leaf.dtype.as_numpy_dtype))
+    if isinstance(leaf, (bool, int, float, np.generic)):
+        return type(leaf)(0)
+    return leaf    # left to the loop's own checks (an undefined value stays one)
 
 
 def _guarded_iteration(keep_going, body, item, state, n, names):

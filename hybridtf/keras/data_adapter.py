@@ -2,13 +2,14 @@
 
 Two kinds, as in Keras: in-memory arrays (NumPy arrays, tensors, or lists/dicts of them), cut
 into ``batch_size`` slices (the last one partial), optionally shuffled each epoch; and
-iterables of ready-made ``(x, y[, sample_weight])`` batches -- a generator, or a
-``Sequence``-like object with ``__len__`` and ``__getitem__``.
+iterables of ready-made ``(x, y[, sample_weight])`` batches -- a ``tf.data.Dataset``, a
+generator, or a ``Sequence``-like object with ``__len__`` and ``__getitem__``.
 """
 import numbers
 
 import numpy as np
 
+from hybridtf.data import INFINITE_CARDINALITY, Dataset
 from hybridtf.framework import nest
 from hybridtf.framework.constant_op import convert_to_tensor
 from hybridtf.framework.tensor import Tensor
@@ -286,6 +287,31 @@ class IterableData:
             self.source.on_epoch_end()
 
 
+class DatasetData(IterableData):
+    """A ``tf.data.Dataset`` of batches: ``x``, ``(x,)``, ``(x, y)`` or ``(x, y, sample_weight)``.
+
+    Without ``steps`` an epoch is a whole new pass over the dataset (reshuffled when it
+    shuffles); with ``steps`` the pass goes on across epochs, and a dataset that runs out before
+    ``steps * epochs`` batches ends training with a warning, as in Keras.  An infinite dataset
+    needs ``steps``."""
+
+    def __init__(self, dataset, steps, who, class_weight=None):
+        count = int(dataset.cardinality())
+        if steps is None and count == INFINITE_CARDINALITY:
+            argument = "steps_per_epoch" if who == "fit" else \
+                "validation_steps" if "validation" in who else "steps"
+            raise ValueError(f"{who}: the dataset is infinite (it repeats forever); give "
+                             f"`{argument}` to say how many batches to take.")
+        self._new_pass_each_epoch = steps is None
+        super().__init__(dataset, steps if steps is not None else count if count > 0 else None,
+                         who, class_weight)
+
+    def _items(self):
+        if self._new_pass_each_epoch:
+            return iter(self.source)
+        return super()._items()
+
+
 def _is_batch_iterable(x):
     if hasattr(x, "__next__"):
         return True
@@ -293,10 +319,27 @@ def _is_batch_iterable(x):
             and hasattr(x, "__getitem__") and hasattr(x, "__len__") and not hasattr(x, "shape"))
 
 
-def data_for(x, y, sample_weight, batch_size, steps, who, class_weight=None):
-    """The ``ArrayData`` or ``IterableData`` for ``fit``/``evaluate``/``predict``'s inputs."""
+def data_for(x, y, sample_weight, batch_size, steps, who, class_weight=None,
+             default_batch_size=None):
+    """The ``ArrayData``, ``DatasetData`` or ``IterableData`` for ``fit``/``evaluate``/
+    ``predict``'s inputs; ``default_batch_size`` is used for arrays when ``batch_size`` is
+    None."""
     if x is None:
         raise ValueError(f"{who}: x is required (the input data).")
+    if isinstance(x, Dataset):
+        for value, argument, what in ((y, "y", "the targets"),
+                                      (sample_weight, "sample_weight", "the sample weights")):
+            if value is not None:
+                raise ValueError(f"{who}: when providing `x` as a tf.data.Dataset, `{argument}` "
+                                 f"should not be passed. Instead, {what} should be included "
+                                 "as part of the tf.data.Dataset.")
+        if batch_size is not None:
+            raise ValueError(f"{who}: `batch_size` must not be given when `x` is a "
+                             "tf.data.Dataset: the dataset yields the batches (use "
+                             "dataset.batch(...)).")
+        return DatasetData(x, steps, who, class_weight)
+    if batch_size is None:
+        batch_size = default_batch_size
     if _is_batch_iterable(x):
         if y is not None:
             raise ValueError(f"{who}: `y` argument is not supported when x is a generator or "

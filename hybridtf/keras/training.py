@@ -573,8 +573,9 @@ class Trainer:
                                  f"{len(validation_data)} elements.")
             else:
                 vx, vy, vw = validation_data, None, None
-            valid = data_for(vx, vy, vw, validation_batch_size or getattr(
-                data, "batch_size", None), validation_steps, "fit (validation_data)")
+            valid = data_for(vx, vy, vw, validation_batch_size, validation_steps,
+                             "fit (validation_data)",
+                             default_batch_size=getattr(data, "batch_size", None))
         elif validation_split:
             if not isinstance(data, ArrayData):
                 raise ValueError("fit: validation_split is only supported for array inputs "
@@ -605,9 +606,11 @@ class Trainer:
                 if self.stop_training:
                     break
             if data.exhausted:
-                warnings.warn("fit: your input ran out of data; interrupting training. Make "
-                              "sure the generator can yield steps_per_epoch * epochs batches "
-                              f"({data.steps} * {epochs}).", stacklevel=2)
+                warnings.warn("Your input ran out of data; interrupting training. Make sure "
+                              "that your dataset or generator can generate at least "
+                              f"`steps_per_epoch * epochs` batches ({data.steps} * {epochs}). "
+                              "You may need to use the `.repeat()` function when building "
+                              "your dataset.", stacklevel=2)
                 self.stop_training = True
                 if not steps_run:
                     break       # an epoch without a batch is not an epoch

@@ -1,0 +1,218 @@
+"""Iterating a dataset inside a traced function: ``for x in ds`` (through AutoGraph),
+``Dataset.reduce`` and ``next(iterator)``.
+
+The loop becomes one ``dataset_loop`` node (``registry.data``), traced like a ``while_loop``:
+the body is a subgraph taking the element and the loop-carried values, a ``break`` is a
+condition subgraph on the loop-carried values, variables the body assigns and TensorArrays it
+writes are carried through the loop.  Every call of the function runs the loop over the
+dataset's current content -- a new pass, so a shuffled dataset is reshuffled.  A loop-carried
+value whose shape changes between iterations (a growing concatenation, a partial last batch)
+gets the dimensions that change relaxed to None, as TF does for dataset loops.
+"""
+import threading
+import warnings
+
+import numpy as np
+
+from hybridtf import compiler
+from hybridtf.api import control_flow_ops as cf
+from hybridtf.api.tensor_array_ops import TensorArray
+from hybridtf.eager import tape as tape_lib
+from hybridtf.eager.execute import as_tensor, execute
+from hybridtf.framework import nest
+from hybridtf.framework.tensor import Tensor
+from hybridtf.framework.tensor_shape import TensorShape
+from hybridtf.graph import func_graph, interpreter
+from hybridtf.graph.func_graph import FuncGraph
+from hybridtf.registry import data as data_ops
+
+# Traces of the body at most: TensorArrays learn their element shape, assigned variables join
+# the loop-carried values, changing shapes are relaxed.
+_MAX_TRACES = 5
+
+
+class CompiledPart:
+    """Runs a loop part (a subgraph) as the compiler lowers it: fused kernels and a driver whose
+    inputs are the part's outer values followed by its own inputs.  Compiled on first use; a
+    part the compiler cannot lower runs on the graph interpreter, with a warning."""
+
+    def __init__(self, graph):
+        self.graph = graph
+        self.compile_error = None
+        self._run = None
+        self._lock = threading.Lock()
+
+    def __call__(self, outer, inputs, call_index):
+        run = self._run or self._build()
+        return run(list(outer) + list(inputs), call_index)
+
+    def _build(self):
+        with self._lock:
+            if self._run is None:
+                part = self.graph
+                view = FuncGraph(part.name)
+                view.inputs = [placeholder for _, placeholder in part.outer_inputs] + \
+                    list(part.inputs)
+                view.captures = list(part.captures)
+                view.nodes = list(part.nodes)
+                view.outputs = list(part.outputs)
+                try:
+                    self._run = compiler.compile_graph(view).run
+                except Exception as err:  # noqa: BLE001 - lowering is an optimisation
+                    self.compile_error = f"{type(err).__name__}: {err}"
+                    warnings.warn(f"The {part.name} of a loop over a dataset could not be "
+                                  f"compiled ({self.compile_error}); it runs on the graph "
+                                  "interpreter.", RuntimeWarning, stacklevel=2)
+                    count = len(part.outer_inputs)
+                    self._run = lambda arrays, call_index: interpreter.run_subgraph(
+                        part, arrays[:count], arrays[count:], call_index)
+        return self._run
+
+
+def _loop_values(state, who):
+    flat = [cf._leaf_tensor(v) for v in nest.flatten(state)]
+    out = []
+    for value in flat:
+        if isinstance(value, (bool, int, float, np.ndarray, np.generic)):
+            value = as_tensor(value)
+        if not isinstance(value, (Tensor, TensorArray)):
+            raise TypeError(f"{who}: a loop-carried value must be a tensor, a number or a "
+                            f"TensorArray (or a tuple/dict of them), got {value!r}.")
+        out.append(value)
+    return out
+
+
+def _trace_part(name, fn, parent, element_specs, state_specs, seeded, templates, structure):
+    """A subgraph of the loop: placeholders for the element's components (when
+    ``element_specs`` is given) and the loop values, then ``fn`` traced on them."""
+    graph = FuncGraph(name, parent=parent)
+    element = None
+    if element_specs is not None:
+        element = [graph.placeholder(s.shape.dims, s.dtype.as_numpy_dtype, f"element_{i}")
+                   for i, s in enumerate(element_specs)]
+    placeholders = [graph.placeholder(shape, dtype, f"loop_var_{i}")
+                    for i, (shape, dtype) in enumerate(state_specs)]
+    n_user = len(state_specs) - len(seeded)
+    for variable, placeholder in zip(seeded, placeholders[n_user:]):
+        graph._variable_values[id(variable)] = placeholder
+        graph._initial_values[id(variable)] = (variable, placeholder)
+    with tape_lib.stop_recording(), func_graph.building(graph):
+        state = nest.pack_sequence_as(structure, cf._rewrap(placeholders[:n_user], templates))
+        result = fn(element, state)
+    return graph, result
+
+
+def _relaxed(specs, outputs):
+    """The loop values' shapes with the dimensions the body changes set to None; None when the
+    body keeps every shape."""
+    changed = False
+    shapes = []
+    for (shape, _), out in zip(specs, outputs):
+        new = out._static_shape
+        if shape is None or new is None or len(shape) != len(new):
+            shapes.append(TensorShape(shape) if shape is not None else None)
+            continue
+        merged = tuple(a if a == b else None for a, b in zip(shape, new))
+        changed = changed or merged != tuple(shape)
+        shapes.append(TensorShape(merged))
+    return shapes if changed else None
+
+
+def loop(elements, element_structure, body, state, extra_test=None, who="dataset loop"):
+    """Adds a loop to the graph being traced: ``state = body(element, state)`` for each element
+    of the pass ``elements()`` starts, while ``extra_test(state)`` holds.  ``state`` is a tuple
+    (or any nest) of tensors, numbers and TensorArrays; returns its final value."""
+    parent = func_graph.current()
+    element_specs = nest.flatten(element_structure)
+    structure = state
+    flat = _loop_values(state, who)
+    templates = list(flat)
+    seeded = []
+    invariants = None
+    for _ in range(_MAX_TRACES):
+        tensors = cf._unwrap(templates)
+        specs = cf._loop_specs(templates, tensors, invariants)
+        state_specs = specs + [(tuple(v.shape), v._value.dtype) for v in seeded]
+
+        def run_body(element, values):
+            packed = nest.pack_sequence_as(element_structure, element)
+            return body(packed, values)
+        body_graph, result = _trace_part(f"{who.replace(' ', '_')}_body", run_body, parent,
+                                         element_specs, state_specs, seeded, templates,
+                                         structure)
+        test_graph = test = None
+        if extra_test is not None:
+            test_graph, test = _trace_part(f"{who.replace(' ', '_')}_cond",
+                                           lambda _, values: extra_test(values), parent, None,
+                                           state_specs, seeded, templates, structure)
+        try:
+            nest.assert_same_structure(structure, result)
+        except ValueError:
+            raise ValueError(f"{who}: the body returned {result!r}, which does not have the "
+                             f"structure of the loop values {structure!r}.") from None
+        result_flat = nest.flatten(result)
+        unknown = [i for i, t in enumerate(templates)
+                   if isinstance(t, TensorArray) and t._buffer is None]
+        for i in unknown:
+            written = result_flat[i]
+            if not isinstance(written, TensorArray) or written._buffer is None:
+                raise ValueError(f"{who}: a TensorArray loop value is never written in the "
+                                 "body and has no element_shape.")
+            with func_graph.building(parent):
+                templates[i] = templates[i]._with_buffer(
+                    templates[i]._zeros(written._buffer._shape_tuple[1:]))
+        graphs = [body_graph] + ([test_graph] if test_graph is not None else [])
+        assigned = [v for v in cf._assigned_variables(graphs)
+                    if all(v is not s for s in seeded)]
+        seeded = seeded + assigned
+        new_values = cf._unwrap([cf._leaf_tensor(v) for v in result_flat])
+        new_values = [as_tensor(v, dtype=o.dtype) if not isinstance(v, Tensor) else v
+                      for v, o in zip(new_values, cf._unwrap(templates))]
+        relaxed = None if unknown else _relaxed(specs, new_values)
+        if relaxed is not None:
+            invariants = relaxed
+        if not assigned and not unknown and relaxed is None:
+            break
+    else:
+        raise ValueError(f"{who}: the loop values keep changing shape or the body keeps "
+                         "assigning new variables; give them fixed shapes before the loop.")
+    flat = cf._unwrap(templates)
+    if test_graph is not None:
+        with func_graph.building(test_graph):
+            test = as_tensor(test)
+            if test.dtype.name != "bool" or test._shape_tuple not in ((), None):
+                raise TypeError(f"{who}: the loop condition must be a scalar bool tensor, got "
+                                f"{test!r}.")
+            test_graph.outputs = [test_graph.as_input(test)]
+    with func_graph.building(body_graph):
+        cf._check_same(flat, new_values, who)
+        outputs = [body_graph.as_input(v) for v in new_values]
+        outputs += [body_graph.read_variable(v) for v in seeded]
+        body_graph.outputs = outputs
+    for graph in graphs:
+        graph.prune()
+    inputs, maps = cf._merge_outer_inputs(graphs)
+    entry = list(flat) + [parent.read_variable(v) for v in seeded]
+    loop_specs = [cf._Spec(s[0], s[1]) for s in specs] + [
+        cf._Spec(tuple(v.shape), np.dtype(v.dtype.as_numpy_dtype)) for v in seeded]
+    cf._tape_variable_reads(graphs)
+    final = execute(data_ops.DATASET_LOOP, entry + inputs, {
+        "elements": elements, "body": body_graph, "cond": test_graph,
+        "run_body": CompiledPart(body_graph),
+        "run_cond": CompiledPart(test_graph) if test_graph is not None else None,
+        "body_map": maps[0], "cond_map": maps[1] if test_graph is not None else (),
+        "n_state": len(entry), "state_specs": loop_specs})
+    for variable, value in zip(seeded, final[len(flat):]):
+        parent.assign_variable(variable, value)
+    return nest.pack_sequence_as(structure, cf._rewrap(list(final[:len(flat)]), templates))
+
+
+def next_element(next_flat, element_structure, who="iterator"):
+    """Adds an ``iterator_get_next`` node: each run takes the iterator's next element
+    (``next_flat()``, None at the end, where the node raises OutOfRangeError)."""
+    specs = nest.flatten(element_structure)
+    outputs = execute(data_ops.ITERATOR_GET_NEXT, [], {
+        "next_element": next_flat,
+        "output_specs": [cf._Spec(s.shape.dims, np.dtype(s.dtype.as_numpy_dtype))
+                         for s in specs]})
+    return nest.pack_sequence_as(element_structure, list(outputs))
