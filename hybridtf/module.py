@@ -7,7 +7,7 @@ leaves, depth first, each object once -- the order TF 2 uses.
 import functools
 import re
 
-from hybridtf.framework import nest
+from hybridtf.framework import deferred_restoration, nest
 from hybridtf.framework.name_scope import name_scope as _name_scope
 
 _VALID_IDENTIFIER = re.compile(r"^[a-zA-Z_]([a-zA-Z0-9_])*$")
@@ -49,6 +49,10 @@ class Module:
         with _name_scope(name) as scope_name:
             self._scope_name = scope_name
         self._module_name_scope = _name_scope(self._scope_name)
+
+    def __setattr__(self, name, value):
+        object.__setattr__(self, name, value)
+        deferred_restoration.dependencies_added(self)    # checkpoint values waiting for it
 
     @property
     def name(self):

@@ -14,7 +14,7 @@ are grouped by layer, in the order the layers were assigned (or added), then the
 """
 from hybridtf.autograph import operators as autograph_operators
 from hybridtf.eager import tape as tape_lib
-from hybridtf.framework import dtypes, nest
+from hybridtf.framework import deferred_restoration, dtypes, nest
 from hybridtf.framework.tensor_shape import TensorShape
 from hybridtf.graph import func_graph
 from hybridtf.keras.layers.base_layer import Layer, _call_spec
@@ -323,6 +323,7 @@ class Sequential(Model):
                 name=layer.name + "_input"))
             self.__dict__["_sequential_input_shape"] = layer._batch_input_shape
         self._self_tracked_layers.append(layer)
+        deferred_restoration.dependencies_added(self)    # checkpoint values waiting for it
         if self._sequential_input_shape is not None:
             previous = self.layers[:-1]
             shape = (previous[-1]._keras_output_shape if previous
@@ -507,6 +508,11 @@ def save_model(model, filepath, overwrite=True, **kwargs):
 
 
 def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):  # noqa: A002
-    """The model saved with ``model.save(filepath)`` (see ``keras.model_saving``)."""
+    """The model saved with ``model.save(filepath)`` (see ``keras.model_saving``).
+
+    ``safe_mode=True`` (the default) refuses a ``Lambda`` layer's Python bytecode and
+    classes or functions that are not Keras's, registered, or in ``custom_objects``; pass
+    ``safe_mode=False`` only for files you trust."""
     from hybridtf.keras import model_saving
-    return model_saving.load_model(filepath, custom_objects=custom_objects, compile=compile)
+    return model_saving.load_model(filepath, custom_objects=custom_objects, compile=compile,
+                                   safe_mode=safe_mode)

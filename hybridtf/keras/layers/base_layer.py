@@ -26,7 +26,7 @@ import numpy as np
 from hybridtf.api import math_ops
 from hybridtf.autograph import operators as autograph_operators
 from hybridtf.eager import tape as tape_lib
-from hybridtf.framework import dtypes, nest
+from hybridtf.framework import deferred_restoration, dtypes, nest
 from hybridtf.framework.constant_op import convert_to_tensor
 from hybridtf.framework.name_scope import name_scope as _name_scope
 from hybridtf.framework.tensor import Tensor
@@ -193,6 +193,7 @@ class Layer(Module):
                 if getattr(leaf, "_is_variable", False):
                     self._track_variable(leaf)
         object.__setattr__(self, name, value)
+        deferred_restoration.dependencies_added(self)    # checkpoint values waiting for it
 
     def __delattr__(self, name):
         value = self.__dict__.get(name)
@@ -403,6 +404,7 @@ class Layer(Module):
                             constraint=constraint, synchronization=synchronization,
                             aggregation=aggregation)
         self._track_variable(variable)
+        deferred_restoration.dependencies_added(self)
         regularizer = get_regularizer(regularizer, self.name)
         if regularizer is not None:
             self._regularizer_losses.append(lambda: regularizer(variable))
