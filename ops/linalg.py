@@ -6,15 +6,16 @@ takes leading dimensions (so strided row blocks and transposed operands need no 
 (so products accumulate in place).  Integer products use a plain loop kernel.
 """
 import numpy as np
-from numba import njit, types
+from numba import types
 from numba.extending import overload
 from numba.np.linalg import ensure_blas
 
 from ops import threads
+from ops.kernel_cache import njit
 
 ensure_blas()  # a clear ImportError now, rather than a failure inside the first kernel
 
-_jit = njit(cache=True, error_model="numpy", nogil=True)
+_jit = njit(error_model="numpy", nogil=True)
 
 # Numba's own helper (in its _helperlib) that forwards to scipy.linalg.cython_blas ?gemm; being an
 # external symbol rather than a ctypes pointer, kernels that call it can be cached.
@@ -30,11 +31,11 @@ _T = ord("t")
 _N = ord("n")
 
 
-def _blas_kind(arr):
-    """BLAS type letter of a float array (compile-time constant)."""
+def blas_kind(arr):
+    """BLAS/LAPACK type letter of a float array (compile-time constant), for ``@njit`` code."""
 
 
-@overload(_blas_kind)
+@overload(blas_kind)
 def _blas_kind_impl(arr):
     if arr.dtype == types.float32:
         return lambda arr: ord("s")
@@ -71,7 +72,7 @@ def gemm(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
     tb = _T if transpose_b else _N
     # BLAS is column-major: a row-major C is C^T there, and C^T = op(B)^T op(A)^T, so the
     # operands swap and the flags stay.
-    _xxgemm(_blas_kind(c), tb, ta, n, m, k, al.ctypes, b.ctypes, ldb, a.ctypes, lda,
+    _xxgemm(blas_kind(c), tb, ta, n, m, k, al.ctypes, b.ctypes, ldb, a.ctypes, lda,
             be.ctypes, c.ctypes, ldc)
     # keep the scalar slots alive past the call
     al[0] = be[0]
