@@ -1,4 +1,4 @@
-"""Index-driven array kernels: gather, its adjoint scatter-add, unsorted segment sum, one-hot.
+"""Index-driven array kernels: gather, its adjoint scatter-add, one-hot.
 
 Arrays are viewed as C-contiguous blocks: ``params`` of a gather as (batch, outer, N, inner)
 where N is the gathered axis, so one kernel serves every rank, axis and batch_dims and the inner
@@ -6,9 +6,10 @@ copies are contiguous.  Indices must have been validated by the caller; the kern
 (IndexError) an out-of-range gather index rather than read out of bounds.
 """
 import numpy as np
-from numba import njit
 
-_jit = njit(cache=True, error_model="numpy")
+from ops.kernel_cache import njit
+
+_jit = njit(error_model="numpy")
 
 
 def _prod(dims):
@@ -95,7 +96,11 @@ def gather(params, indices, axis, batch_dims=0):
     M = _prod(ishape[batch_dims:])
     out_shape = ps[:axis] + ishape[batch_dims:] + ps[axis + 1:]
     out = np.empty((T, A, M, B), params.dtype)
-    if out.size:
+    if out.size and params.dtype == object:   # strings: Numba has no object arrays
+        blocks, rows = params.reshape(T, A, N, B), indices.reshape(T, M)
+        for t in range(T):
+            out[t] = blocks[t][:, rows[t]]
+    elif out.size:
         gather_kernel(params.reshape(T, A, N, B), indices.reshape(T, M), out)
     return out.reshape(out_shape)
 
@@ -124,25 +129,6 @@ def scatter_add(updates, indices, axis, dim_size, batch_dims=0):
     return out.reshape(lead + (dim_size,) + tail)
 
 
-def unsorted_segment_sum(data, segment_ids, num_segments):
-    """tf.math.unsorted_segment_sum.
-
-    data: numeric ndarray; segment_ids: int32/int64 ndarray whose shape is a prefix of data.shape;
-    num_segments: int >= 0.  Returns (num_segments,) + data.shape[segment_ids.ndim:] of data's
-    dtype; ids outside [0, num_segments) are dropped (TF drops negative ids and rejects too-large
-    ones, which the caller must check if it wants TF's error).
-    """
-    data = np.asarray(data, order="C")
-    segment_ids = np.asarray(segment_ids, order="C")
-    tail = data.shape[segment_ids.ndim:]
-    M = segment_ids.size
-    B = _prod(tail)
-    out = np.zeros((1, 1, num_segments, B), data.dtype)
-    if out.size and data.size:
-        scatter_add_kernel(data.reshape(1, 1, M, B), segment_ids.reshape(1, M), out)
-    return out.reshape((num_segments,) + tail)
-
-
 def one_hot(indices, depth, on_value=1, off_value=0, axis=-1, dtype=np.float32):
     """tf.one_hot: a ``depth``-long axis inserted at ``axis``, on_value at each index.
 
@@ -158,6 +144,10 @@ def one_hot(indices, depth, on_value=1, off_value=0, axis=-1, dtype=np.float32):
     B = _prod(ishape[axis:])
     dtype = np.dtype(dtype)
     out = np.full((A, depth, B), off_value, dtype)
-    if out.size:
+    if out.size and dtype == object:   # strings: Numba has no object arrays
+        rows = indices.reshape(A, B)
+        a, b = np.nonzero((rows >= 0) & (rows < depth))
+        out[a, rows[a, b], b] = on_value
+    elif out.size:
         one_hot_kernel(indices.reshape(A, B), dtype.type(on_value), out)
     return out.reshape(ishape[:axis] + (depth,) + ishape[axis:])

@@ -603,6 +603,43 @@ def test_one_hot_dtype_follows_on_and_off_values():
         tf.one_hot([0], -1)
 
 
+def test_one_hot_of_strings():
+    out = tf.one_hot([0, 2, 5], 3, on_value="x", off_value="y", axis=0)
+    assert out.dtype == tf.string
+    np.testing.assert_array_equal(out.numpy(), np.array(
+        [[b"x", b"y", b"y"], [b"y", b"y", b"y"], [b"y", b"x", b"y"]], object))
+
+
+@pytest.mark.parametrize("kwargs, pattern", [
+    ({"on_value": "x"}, "Cannot convert 0 to a tensor of dtype string"),   # TF's default off
+    ({"on_value": 2, "off_value": -3e38}, "dtype int32 of on_value does not match dtype float32"),
+    ({"on_value": 1.5, "dtype": tf.int32}, "float32 of on_value does not match the dtype param"),
+])
+def test_one_hot_values_must_share_one_dtype_like_tf(kwargs, pattern):
+    with pytest.raises(TypeError, match=pattern):
+        tf.one_hot([0, 1], 3, **kwargs)
+
+
+@pytest.mark.parametrize("traced", [False, True])
+def test_gather_and_pad_of_strings(traced):
+    s = tf.constant([["a", "b"], ["c", "d"]])
+    gather = tf.function(tf.gather) if traced else tf.gather
+    np.testing.assert_array_equal(gather(s, [1, 0]).numpy(), np.array([[b"c", b"d"],
+                                                                        [b"a", b"b"]], object))
+    np.testing.assert_array_equal(gather(s, [1, 1], axis=1).numpy(),
+                                  np.array([[b"b", b"b"], [b"d", b"d"]], object))
+    # TF pads strings with b"" by default.
+    assert tf.pad(s, [[0, 0], [1, 0]]).numpy().tolist() == [[b"", b"a", b"b"], [b"", b"c", b"d"]]
+    assert tf.pad(s[0], [[1, 1]], constant_values="z").numpy().tolist() == [b"z", b"a", b"b",
+                                                                              b"z"]
+    assert tf.pad(s[0], [[1, 1]], mode="REFLECT").numpy().tolist() == [b"b", b"a", b"b", b"a"]
+
+
+def test_one_hot_values_must_be_scalars():
+    with pytest.raises(IAE, match="one_hot: on_value must be a scalar, got shape \\[2\\]"):
+        tf.one_hot([0, 1], 3, on_value=[1.0, 2.0])
+
+
 # ---- creation ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", [None, tf.float64, tf.int32, tf.int64, tf.bool])
 @given(shape=_shapes())
@@ -621,6 +658,14 @@ def test_zeros_like_and_ones_like(data):
     _check(tf.zeros_like(tf.constant(x)), np.zeros_like(x))
     _check(tf.ones_like(tf.constant(x)), np.ones_like(x))
     _check(tf.ones_like(tf.constant(x), dtype=tf.float64), np.ones(x.shape))
+
+
+def test_zeros_of_strings_are_empty_strings_like_tf():
+    np.testing.assert_array_equal(tf.zeros([2], tf.string).numpy(), np.array([b"", b""], object))
+    np.testing.assert_array_equal(tf.zeros_like(tf.constant(["a", "bc"])).numpy(),
+                                  np.array([b"", b""], object))
+    traced = tf.function(tf.zeros_like, input_signature=[tf.TensorSpec([None], tf.string)])
+    np.testing.assert_array_equal(traced(tf.constant(["a"])).numpy(), np.array([b""], object))
 
 
 def test_fill_takes_the_value_dtype():
@@ -718,3 +763,41 @@ def test_slice_errors():
         tf.slice(tf.zeros([3]), [1], [3])
     with pytest.raises(IAE, match="slice: begin .* need one entry per dimension"):
         tf.slice(tf.zeros([3, 3]), [1], [1])
+
+
+# ---- traced with dimensions known only when the function runs ------------------------------------
+def test_squeeze_of_unknown_dimensions_squeezes_when_the_function_runs():
+    everything = tf.function(tf.squeeze, input_signature=[tf.TensorSpec([None, None])])
+    assert everything(tf.zeros([2, 1])).shape == (2,)
+    assert everything(tf.zeros([1, 1])).shape == ()
+    one = tf.function(lambda x: tf.squeeze(x, 1), input_signature=[tf.TensorSpec([None, None])])
+    assert one(tf.zeros([3, 1])).shape == (3,)
+    with pytest.raises(IAE, match=r"squeeze: Can not squeeze dim\[1\], expected a dimension of 1"):
+        one(tf.zeros([3, 2]))
+    x = tf.Variable([[1.0], [2.0]])
+    with tf.GradientTape() as tape:
+        y = tf.reduce_sum(one(x) * 2.0)
+    np.testing.assert_array_equal(tape.gradient(y, x).numpy(), [[2.0], [2.0]])
+
+
+def test_broadcast_to_from_unknown_dimensions():
+    fn = tf.function(lambda x: tf.broadcast_to(x, [2, 3]),
+                     input_signature=[tf.TensorSpec([None, None])])
+    np.testing.assert_array_equal(fn(tf.ones([1, 3])).numpy(), np.ones((2, 3)))
+    np.testing.assert_array_equal(fn(tf.zeros([2, 3])).numpy(), np.zeros((2, 3)))
+    with pytest.raises(IAE, match=r"broadcast_to: Incompatible shapes: \[2,2\] vs. \[2,3\]"):
+        fn(tf.zeros([2, 2]))
+
+
+def test_fill_with_a_value_known_only_when_the_function_runs():
+    fn = tf.function(lambda v: tf.fill([2, 2], v))
+    np.testing.assert_array_equal(fn(tf.constant(3.0)).numpy(), np.full((2, 2), 3.0))
+    with pytest.raises(IAE, match="fill: value must be a scalar"):
+        fn(tf.constant([3.0]))
+
+
+def test_broadcasting_errors_found_when_the_function_runs_name_the_op():
+    fn = tf.function(lambda x, y: x + y,
+                     input_signature=[tf.TensorSpec([None]), tf.TensorSpec([None, None])])
+    with pytest.raises(IAE, match=r"add: Incompatible shapes: \[2\] vs. \[2,3\]"):
+        fn(tf.zeros([2]), tf.zeros([2, 3]))

@@ -74,23 +74,6 @@ def test_scatter_add_accumulates_repeats():
     assert got[:, 2].sum() == 0
 
 
-@SET
-@given(st.sampled_from(NUMERIC), shapes(min_dims=1, max_dims=3), st.integers(0, 4), st.data())
-def test_unsorted_segment_sum(dtype, dshape, num_segments, data):
-    data_arr = data.draw(arrays(dtype, dshape))
-    k = data.draw(st.integers(1, len(dshape)))
-    ids = data.draw(hnp.arrays(np.int64, dshape[:k], elements=st.integers(-1, num_segments)))
-    ids = np.where(ids >= num_segments, -1, ids)  # TF drops negative ids
-    got = A.unsorted_segment_sum(data_arr, ids, num_segments)
-    want = np.zeros((num_segments,) + dshape[k:], dtype)
-    flat = data_arr.reshape((ids.size,) + dshape[k:])
-    for i, s in enumerate(ids.reshape(-1)):
-        if s >= 0:
-            want[s] += flat[i]
-    assert got.dtype == np.dtype(dtype)
-    np.testing.assert_allclose(got, want, rtol=1e-6)
-
-
 def one_hot_ref(indices, depth, on, off, axis, dtype):
     valid = (indices >= 0) & (indices < depth)
     eye = np.arange(depth) == np.where(valid, indices, -1)[..., None]

@@ -1,11 +1,12 @@
 """Array creation and manipulation: zeros, reshape, concat, gather, slicing, ..."""
 import builtins
+import operator
 
 import numpy as np
 
 from hybridtf.eager.execute import as_tensor, execute, execute1
-from hybridtf.framework import dtypes
-from hybridtf.framework.constant_op import to_numpy
+from hybridtf.framework import dtypes, fp_errors
+from hybridtf.framework.constant_op import convert_to_tensor, to_numpy
 from hybridtf.framework.tensor import Tensor
 from hybridtf.registry import Spec, checks
 from hybridtf.registry import array as AR
@@ -14,59 +15,87 @@ newaxis = None
 
 
 def _shape_list(shape, op_name="shape"):
-    if isinstance(shape, Tensor) or getattr(shape, "_is_variable", False):
-        shape = np.asarray(shape).reshape(-1).tolist()
-    elif hasattr(shape, "as_list"):
-        shape = shape.as_list()
-    elif shape is None or isinstance(shape, str):
-        raise TypeError(f"{op_name}: shape must be a list of integers or a 1-D integer tensor, "
-                        f"got {shape!r}.")
-    elif np.ndim(shape) == 0:
-        shape = [shape]
+    """A shape argument (a list or tuple of ints, a TensorShape, a 1-D integer tensor or array,
+    or a single int) as a list of Python ints.  Anything else -- floats included, even 2.0, and
+    unknown dimensions -- is a TypeError, as in TF."""
     try:
-        return [int(d) for d in shape]
-    except (TypeError, ValueError):
-        raise TypeError(f"{op_name}: shape must be a list of integers or a 1-D integer tensor, "
-                        f"got {shape!r}.") from None
+        dims = [operator.index(shape)]   # one int: a 1-D shape
+    except TypeError:
+        try:
+            dims = checks.integers(op_name, shape, "shape")
+        except TypeError:
+            raise TypeError(f"{op_name}: shape must be a list of integers or a 1-D integer "
+                            f"tensor, got {shape!r}.") from None
+    if any(not -2**63 <= d < 2**63 for d in dims):
+        raise ValueError(f"{op_name}: shape {dims} has a dimension out of the range of int64.")
+    return dims
 
 
 def _creation_dims(shape, op_name):
     dims = _shape_list(shape, op_name)
     if any(d < 0 for d in dims):
         checks.fail(op_name, f"shape must have non-negative dimensions, got {dims}.")
+    if checks.num_elements(dims) >= 2**63:
+        checks.fail(op_name, f"shape {dims} has more elements than int64 can count.")
     return dims
 
 
 # ---- creation -----------------------------------------------------------------------------------
+def _filled(op_name, shape, np_dtype, value):
+    """An array of ``shape`` of zeros (``value`` 0) or ones (1) of ``np_dtype``: b"" are the
+    zeros of tf.string, which has no ones (a TypeError, as in TF)."""
+    if np.dtype(np_dtype) != object:
+        return (np.zeros if value == 0 else np.ones)(shape, np_dtype)
+    if value:
+        raise TypeError(f"{op_name}: dtype string has no ones; use tf.fill(dims, b'...').")
+    return np.full(shape, b"", object)
+
+
 def zeros(shape, dtype=dtypes.float32, name=None):
-    return Tensor(np.zeros(_creation_dims(shape, "zeros"), dtypes.as_dtype(dtype).as_numpy_dtype))
+    return Tensor(_filled("zeros", _creation_dims(shape, "zeros"),
+                          dtypes.as_dtype(dtype).as_numpy_dtype, 0))
 
 
 def ones(shape, dtype=dtypes.float32, name=None):
-    return Tensor(np.ones(_creation_dims(shape, "ones"), dtypes.as_dtype(dtype).as_numpy_dtype))
+    return Tensor(_filled("ones", _creation_dims(shape, "ones"),
+                          dtypes.as_dtype(dtype).as_numpy_dtype, 1))
 
 
 def zeros_like(input, dtype=None, name=None):  # noqa: A002
-    return _filled_like(input, dtype, 0)
+    return _filled_like("zeros_like", input, dtype, 0)
 
 
 def ones_like(input, dtype=None, name=None):  # noqa: A002
-    return _filled_like(input, dtype, 1)
+    return _filled_like("ones_like", input, dtype, 1)
 
 
 def fill(dims, value, name=None):
     """A tensor of shape ``dims`` filled with ``value`` (whose dtype it takes)."""
-    scalar = to_numpy(value) if not isinstance(value, Tensor) else np.asarray(value)
+    shape_ = _creation_dims(dims, "fill")
+    if isinstance(value, Tensor) or getattr(value, "_is_variable", False):
+        tensor = as_tensor(value)
+        if tensor._shape_tuple != ():
+            checks.fail("fill", f"value must be a scalar, got shape "
+                        f"{checks.fmt_shape(tensor._shape_tuple or ())}.")
+        if type(tensor) is not Tensor:   # known only when the graph runs
+            return broadcast_to(tensor, shape_)
+        scalar = tensor._value
+    else:
+        scalar = to_numpy(value)
     if np.ndim(scalar) != 0:
-        checks.fail("fill", f"value must be a scalar, got shape {np.shape(scalar)}.")
-    return Tensor(np.full(_creation_dims(dims, "fill"), scalar, dtype=scalar.dtype))
+        checks.fail("fill", f"value must be a scalar, got shape {list(np.shape(scalar))}.")
+    return Tensor(np.full(shape_, scalar, dtype=scalar.dtype))
 
 
 def eye(num_rows, num_columns=None, batch_shape=None, dtype=dtypes.float32, name=None):
-    cols = num_rows if num_columns is None else int(num_columns)
-    if int(num_rows) < 0 or cols < 0:
-        checks.fail("eye", f"num_rows and num_columns must be >= 0, got {num_rows}, {cols}.")
-    matrix = np.eye(int(num_rows), cols, dtype=dtypes.as_dtype(dtype).as_numpy_dtype)
+    rows = checks.integer("eye", num_rows, "num_rows")
+    cols = rows if num_columns is None else checks.integer("eye", num_columns, "num_columns")
+    if rows < 0 or cols < 0:
+        checks.fail("eye", f"num_rows and num_columns must be >= 0, got {rows}, {cols}.")
+    target = dtypes.as_dtype(dtype)
+    if target is dtypes.string:
+        raise TypeError("eye: dtype string has no ones; use a numeric or bool dtype.")
+    matrix = np.eye(rows, cols, dtype=target.as_numpy_dtype)
     if batch_shape is not None:
         matrix = np.broadcast_to(matrix, tuple(_shape_list(batch_shape)) + matrix.shape).copy()
     return Tensor(matrix)
@@ -76,10 +105,15 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001 -
     """Numbers from ``start`` up to (not including) ``limit`` in steps of ``delta``."""
     if limit is None:
         start, limit = 0, start
+    if dtype is not None:
+        _numeric_range_dtype(dtypes.as_dtype(dtype).as_numpy_dtype)
     if any(isinstance(v, Tensor) and type(v) is not Tensor for v in (start, limit, delta)):
         return _traced_range(start, limit, delta, dtype)
     values = [np.asarray(v) if isinstance(v, Tensor) or getattr(v, "_is_variable", False) else v
               for v in (start, limit, delta)]
+    for what, value in zip(("start", "limit", "delta"), values):
+        if np.ndim(value) != 0:
+            checks.fail("range", f"{what} must be a scalar, got shape {list(np.shape(value))}.")
     if float(values[2]) == 0:
         checks.fail("range", "delta must not be zero.")
     if dtype is None:
@@ -91,8 +125,19 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001 -
             target = np.float32 if any(isinstance(v, float) for v in values) else np.int32
     else:
         target = dtypes.as_dtype(dtype).as_numpy_dtype
+    _numeric_range_dtype(target)
     scalars = [np.asarray(v).item() for v in values]
-    return Tensor(np.arange(*scalars).astype(target))
+    token = fp_errors.ignore()   # bounds beyond an integer dtype wrap, as in TF
+    try:
+        return Tensor(np.arange(*scalars).astype(target))
+    finally:
+        fp_errors.restore(token)
+
+
+def _numeric_range_dtype(np_dtype):
+    if np.dtype(np_dtype).kind not in "iuf":
+        raise TypeError(f"range: dtype must be an integer or floating point dtype, got "
+                        f"{checks.dtype_name(np.dtype(np_dtype))}.")
 
 
 def _traced_range(start, limit, delta, dtype):
@@ -112,16 +157,23 @@ def _traced_range(start, limit, delta, dtype):
 def shape(input, out_type=dtypes.int32, name=None):  # noqa: A002
     """The shape of a tensor, as a 1-D integer tensor."""
     x = as_tensor(input)
-    target = dtypes.as_dtype(out_type).as_numpy_dtype
+    target = _index_dtype("shape", out_type)
     if type(x) is Tensor or None not in x._shape_tuple:
         return Tensor(np.asarray(x._shape_tuple, dtype=target))
     return execute1(AR.SHAPE, [x], {"dtype": target})
 
 
+def _index_dtype(op_name, out_type):
+    target = dtypes.as_dtype(out_type)
+    if target not in (dtypes.int32, dtypes.int64):
+        raise TypeError(f"{op_name}: out_type must be int32 or int64, got {target.name}.")
+    return target.as_numpy_dtype
+
+
 def size(input, out_type=dtypes.int32, name=None):  # noqa: A002
     """The number of elements of a tensor, as an integer scalar tensor."""
     x = as_tensor(input)
-    target = dtypes.as_dtype(out_type).as_numpy_dtype
+    target = _index_dtype("size", out_type)
     if type(x) is Tensor or None not in x._shape_tuple:
         return Tensor(np.asarray(int(np.prod(x._shape_tuple)), dtype=target))
     from hybridtf.api.math_ops import reduce_prod
@@ -132,12 +184,13 @@ def rank(input, name=None):  # noqa: A002
     return Tensor(np.int32(len(as_tensor(input)._shape_tuple)))
 
 
-def _filled_like(input, dtype, value):
+def _filled_like(op_name, input, dtype, value):
     x = as_tensor(input)
     target = x._np_dtype if dtype is None else dtypes.as_dtype(dtype).as_numpy_dtype
     if type(x) is Tensor:
-        return Tensor((np.zeros if value == 0 else np.ones)(x._shape_tuple, target))
-    return execute1(AR.FILL_LIKE, [x], {"value": value, "dtype": target})
+        return Tensor(_filled(op_name, x._shape_tuple, target, value))
+    fill_value = _filled(op_name, (), target, value)[()]
+    return execute1(AR.FILL_LIKE, [x], {"value": fill_value, "dtype": target})
 
 
 def reshape(tensor, shape, name=None):
@@ -163,16 +216,14 @@ def squeeze(input, axis=None, name=None):  # noqa: A002
     """Removes dimensions of size 1 (all of them, or those in ``axis``)."""
     x = as_tensor(input)
     shape_ = x._shape_tuple
-    if axis is None:
-        dims = [d for d in shape_ if d != 1]
-    else:
-        axes = {checks.axis("squeeze", a, len(shape_)) for a in _shape_list(axis)}
-        for a in axes:
-            if shape_[a] != 1:
-                checks.fail("squeeze", f"Can not squeeze dim[{a}], expected a dimension of 1, "
-                            f"got {shape_[a]} (shape {list(shape_)}).")
-        dims = [d for i, d in enumerate(shape_) if i not in axes]
-    return reshape(x, dims)
+    axes = None if axis is None else _shape_list(axis, "squeeze")
+    if axes is not None and shape_ is not None:
+        axes = tuple(sorted({checks.axis("squeeze", a, len(shape_)) for a in axes}))
+    dims = AR.SQUEEZE.infer([Spec(shape_, x._np_dtype)], {"axes": axes})[0].shape
+    if shape_ is not None and None not in shape_:
+        return reshape(x, list(dims))
+    # Dimensions known only when the graph runs: checked (and squeezed) then.
+    return execute1(AR.SQUEEZE, [x], {"axes": axes})
 
 
 def expand_dims(input, axis, name=None):  # noqa: A002
@@ -210,7 +261,7 @@ def stop_gradient(input, name=None):  # noqa: A002
 # ---- joins and splits -----------------------------------------------------------------------------
 def concat(values, axis, name="concat"):
     tensors = [as_tensor(v) for v in values]
-    attrs = {"axis": int(axis)}
+    attrs = {"axis": checks.integer("concat", axis, "axis")}
     if len(tensors) == 1:
         # Nothing to join, but the axis must still be valid (as TF checks it).
         AR.CONCAT.infer([Spec(tensors[0]._shape_tuple, tensors[0]._np_dtype)], attrs)
@@ -239,8 +290,16 @@ def unstack(value, num=None, axis=0, name="unstack"):
     if position is None:
         checks.fail("unstack", "cannot unstack a scalar.")
     n = x._shape_tuple[position]
-    if num is not None and num != n:
-        checks.fail("unstack", f"num={num} does not match dimension {position} of size {n}.")
+    if num is not None:
+        num = checks.integer("unstack", num, "num")
+        if n is None:
+            n = num   # the split checks it when the graph runs
+        elif num != n:
+            checks.fail("unstack", f"num={num} does not match dimension {position} of size {n}.")
+    if n is None:
+        raise TypeError(f"unstack: dimension {position} of the value (shape "
+                        f"{checks.fmt_shape(x._shape_tuple)}) must be known when tracing, or "
+                        "num given.")
     if n == 0:
         return []
     parts = split(x, n, axis=position)
@@ -252,7 +311,8 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split"):
     x = as_tensor(value)
     if isinstance(num_or_size_splits, Tensor):
         num_or_size_splits = np.asarray(num_or_size_splits).tolist()
-    return list(execute(AR.SPLIT, [x], {"axis": int(axis), "sizes": num_or_size_splits}))
+    return list(execute(AR.SPLIT, [x], {"axis": checks.integer("split", axis, "axis"),
+                                        "sizes": num_or_size_splits}))
 
 
 def tile(input, multiples, name=None):  # noqa: A002
@@ -262,14 +322,22 @@ def tile(input, multiples, name=None):  # noqa: A002
 def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
     """Pads with ``constant_values`` (mode CONSTANT) or mirrored values (REFLECT, SYMMETRIC)."""
     x = as_tensor(tensor)
+    if not isinstance(mode, str):
+        raise TypeError(f"pad: mode must be 'CONSTANT', 'REFLECT' or 'SYMMETRIC', got {mode!r}.")
     mode = mode.upper()
-    pads = np.asarray(np.asarray(paddings) if not isinstance(paddings, Tensor)
-                      else np.asarray(paddings), dtype=np.int64)
+    try:
+        pads = np.asarray(paddings)
+    except ValueError:   # a ragged nested list
+        pads = np.asarray(None)
+    if pads.dtype.kind not in "iu" and pads.size:
+        raise TypeError(f"pad: paddings must be an integer tensor or nested list of integers of "
+                        f"shape [{x.ndim}, 2], got {paddings!r}.")
+    pads = pads.astype(np.int64)
     if pads.size == 0:
         pads = pads.reshape(0, 2)  # a scalar's paddings: [] is the empty [0, 2] matrix
     if mode == "CONSTANT":
         return execute1(AR.PAD, [x], {"paddings": pads.tolist(), "mode": mode,
-                                      "constant_values": constant_values})
+                                      "constant_values": _pad_value(x, constant_values)})
     if mode not in ("REFLECT", "SYMMETRIC"):
         checks.fail("pad", f"mode must be CONSTANT, REFLECT or SYMMETRIC, got {mode!r}.")
     if pads.shape != (x.ndim, 2) or (pads < 0).any():
@@ -279,6 +347,9 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
     out = x
     for axis_, (before, after) in enumerate(pads.tolist()):
         size_ = x._shape_tuple[axis_]
+        if size_ is None and (before or after):
+            raise TypeError(f"pad: mode {mode} needs dimension {axis_} of the tensor (shape "
+                            f"{checks.fmt_shape(x._shape_tuple)}) known when tracing.")
         limit = size_ - 1 if mode == "REFLECT" else size_
         if before > limit or after > limit:
             checks.fail("pad", f"paddings {before, after} too large for dimension {axis_} of size "
@@ -289,28 +360,46 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
     return out
 
 
+def _pad_value(x, constant_values):
+    """``constant_values`` as a scalar of x's dtype (the default 0 of a string tensor is b"")."""
+    if x.dtype is dtypes.string and isinstance(constant_values, int) and constant_values == 0:
+        return b""
+    value = as_tensor(constant_values, x.dtype)
+    if value.dtype != x.dtype or value._shape_tuple != ():
+        raise TypeError(f"pad: constant_values must be a scalar of the tensor's dtype "
+                        f"{x.dtype.name}, got {constant_values!r}.")
+    return np.asarray(value).item()
+
+
 # ---- gather and friends ---------------------------------------------------------------------------
 def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name=None):
     """Slices of ``params`` along ``axis`` at ``indices``; indices out of range are an error."""
     p = as_tensor(params)
     i = as_tensor(indices)
-    axis = 0 if axis is None else int(axis)
+    axis = 0 if axis is None else checks.integer("gather", axis, "axis")
+    batch_dims = checks.integer("gather", batch_dims, "batch_dims")
     if batch_dims:
-        return _batched_gather(p, i, axis, int(batch_dims))
+        return _batched_gather(p, i, axis, batch_dims)
     return execute1(AR.GATHER, [p, i], {"axis": axis})
 
 
 def _batched_gather(params, indices, axis, batch_dims):
     # Fold the batch dimensions into the gathered axis by offsetting indices per batch entry.
+    if not -indices.ndim <= batch_dims <= indices.ndim:
+        checks.fail("gather", f"batch_dims={batch_dims} is out of range for indices of rank "
+                    f"{indices.ndim} (expected [{-indices.ndim}, {indices.ndim}]).")
     if batch_dims < 0:
         batch_dims += indices.ndim
-    if axis < 0:
-        axis += params.ndim
+    axis = checks.axis("gather", axis, params.ndim)
     if axis != batch_dims:
         checks.fail("gather", f"with batch_dims={batch_dims} only axis={batch_dims} is "
                     f"supported, got axis={axis}; transpose the gathered axis there first.")
     pshape = list(params._shape_tuple)
     ishape = list(indices._shape_tuple)
+    if None in pshape[:axis + 1] or None in ishape[:batch_dims]:
+        raise TypeError(f"gather: batch_dims={batch_dims} needs the dimensions of params up to "
+                        f"axis {axis} (shape {checks.fmt_shape(pshape)}) and the batch dimensions "
+                        f"of indices (shape {checks.fmt_shape(ishape)}) known when tracing.")
     if pshape[:batch_dims] != ishape[:batch_dims]:
         checks.fail("gather", f"batch dimensions of params {pshape} and indices {ishape} differ.")
     from hybridtf.api import math_ops
@@ -326,21 +415,35 @@ def _batched_gather(params, indices, axis, batch_dims):
 
 
 def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
-    """One-hot vectors of length ``depth`` (indices outside [0, depth) give all off_value)."""
+    """One-hot vectors of length ``depth`` (indices outside [0, depth) give all off_value).
+
+    The dtype is ``dtype``, else that of ``on_value`` or ``off_value``, else float32;
+    ``on_value`` and ``off_value`` (default 1 and 0) are scalars of that dtype, as in TF.
+    """
     i = as_tensor(indices)
-    if dtype is None:
-        # TF: the dtype of on_value / off_value where given (a Python int is int32), else float32.
-        for value in (on_value, off_value):
-            if value is not None:
-                dtype = as_tensor(value).dtype
-                break
-        else:
-            dtype = dtypes.float32
-    target = dtypes.as_dtype(dtype).as_numpy_dtype
-    on = 1 if on_value is None else np.asarray(on_value).item()
-    off = 0 if off_value is None else np.asarray(off_value).item()
-    return execute1(AR.ONE_HOT, [i], {"depth": int(depth), "on_value": on, "off_value": off,
-                                      "axis": -1 if axis is None else int(axis), "dtype": target})
+    depth = checks.integer("one_hot", depth, "depth")
+    axis = -1 if axis is None else checks.integer("one_hot", axis, "axis")
+    target = None if dtype is None else dtypes.as_dtype(dtype)
+    given = {what: as_tensor(value, target) for what, value in
+             (("on_value", on_value), ("off_value", off_value)) if value is not None}
+    for what, value in given.items():
+        if target is not None and value.dtype != target:
+            raise TypeError(f"one_hot: dtype {value.dtype.name} of {what} does not match the "
+                            f"dtype parameter {target.name}.")
+    if target is None:
+        target = next(iter(given.values())).dtype if given else dtypes.float32
+    # The defaults in the dtype: a TypeError for tf.string, as in TF.
+    on = given["on_value"] if "on_value" in given else convert_to_tensor(1, target)
+    off = given["off_value"] if "off_value" in given else convert_to_tensor(0, target)
+    if on.dtype != off.dtype:
+        raise TypeError(f"one_hot: dtype {on.dtype.name} of on_value does not match dtype "
+                        f"{off.dtype.name} of off_value.")
+    for what, value in (("on_value", on), ("off_value", off)):
+        if value.ndim != 0:
+            checks.fail("one_hot", f"{what} must be a scalar, got shape {value.shape.as_list()}.")
+    return execute1(AR.ONE_HOT, [i], {"depth": depth, "on_value": np.asarray(on).item(),
+                                      "off_value": np.asarray(off).item(), "axis": axis,
+                                      "dtype": target.as_numpy_dtype})
 
 
 # ---- slicing --------------------------------------------------------------------------------------
@@ -372,7 +475,8 @@ def normalize_index(key, rank):
     items = key if isinstance(key, tuple) else (key,)
     items = tuple(_index_item(i) for i in items)
     if sum(i is Ellipsis for i in items) > 1:
-        raise IndexError("An index can only have a single ellipsis ('...').")
+        checks.fail("strided_slice", "Multiple ellipses in slice spec not allowed: an index "
+                    "can have a single '...'.")
     consumed = sum(1 for i in items if i is not None and i is not Ellipsis)
     if consumed > rank:
         checks.fail("strided_slice", f"too many indices ({consumed}) for a tensor of rank {rank}.")

@@ -1,4 +1,6 @@
 """Array ops: shape changes, joins and splits, gathers, casts, slicing."""
+import operator
+
 import numpy as np
 
 from ops import array as kernels
@@ -6,6 +8,8 @@ from ops import reduce as reduce_kernels
 
 from hybridtf.api import array_ops as A
 from hybridtf.api import math_ops as M
+from hybridtf.api import segment_ops as S
+from hybridtf.framework.errors import UnimplementedError
 from hybridtf.registry import OpDef, Spec, checks, register
 from hybridtf.registry.elementwise import unbroadcast
 
@@ -23,7 +27,9 @@ def resolve_shape(op_name, in_shape, shape):
     if any(d < -1 for d in shape):
         checks.fail(op_name, f"dimensions of the new shape must be >= -1, got {shape}.")
     total = checks.num_elements(in_shape)
-    known = int(np.prod([d for d in shape if d != -1]))
+    known = checks.num_elements([d for d in shape if d != -1])   # exact: no int64 overflow
+    if known >= 2**63:
+        checks.fail(op_name, f"the new shape {shape} has more elements than int64 can count.")
     if -1 in shape:
         if total is None:
             return tuple(None if d == -1 else d for d in shape)
@@ -47,9 +53,12 @@ RESHAPE = _one(
 
 
 def _perm(op_name, perm, rank):
+    """``perm`` (None: reversed) normalized to [0, rank); entries may be negative, as in TF."""
     perm = list(range(rank))[::-1] if perm is None else [int(p) for p in perm]
-    if sorted(p % rank if rank else p for p in perm) != list(range(rank)):
-        checks.fail(op_name, f"perm {perm} is not a permutation of the {rank} dimensions.")
+    if len(perm) != rank or any(not -rank <= p < rank for p in perm) or \
+            sorted(p % rank for p in perm) != list(range(rank)):
+        checks.fail(op_name, f"perm {perm} is not a permutation of the {rank} dimensions of the "
+                    f"input (each of 0..{rank - 1} once; -{rank}..-1 count from the end).")
     return [p % rank for p in perm]
 
 
@@ -70,8 +79,11 @@ def _broadcast_infer(specs, attrs):
     if any(d is not None and d < 0 for d in target):
         checks.fail("broadcast_to", f"shape must have non-negative dimensions, got "
                     f"{checks.fmt_shape(target)}.")
-    out = checks.broadcast("broadcast_to", [x.shape, target])
-    if out != target:
+    # Each dimension of x (aligned at the end) is 1, the target's, or unknown while tracing
+    # (then checked when the graph runs).
+    checks.broadcast("broadcast_to", [x.shape, target])
+    if x.shape is not None and (len(x.shape) > len(target) or any(
+            d not in (1, None, t) for d, t in zip(x.shape[::-1], target[::-1]))):
         checks.fail("broadcast_to", f"cannot broadcast shape {checks.fmt_shape(x.shape)} to "
                     f"{checks.fmt_shape(target)}.")
     return [Spec(target, x.dtype)]
@@ -84,6 +96,28 @@ BROADCAST_TO = _one(
     lambda record, grads: (unbroadcast(grads[0], record.inputs[0]),))
 
 
+# ---- squeeze ------------------------------------------------------------------------------------
+def _squeeze_infer(specs, attrs):
+    """``axes``: the dimensions to remove (normalized), or None for every dimension of size 1 --
+    which, with dimensions unknown while tracing, leaves even the rank to the run."""
+    x, = specs
+    axes = attrs["axes"]
+    if x.shape is None or (axes is None and None in x.shape):
+        return [Spec(None, x.dtype)]
+    if axes is None:
+        axes = [i for i, d in enumerate(x.shape) if d == 1]
+    for a in axes:
+        if x.shape[a] not in (1, None):
+            checks.fail("squeeze", f"Can not squeeze dim[{a}], expected a dimension of 1, got "
+                        f"{x.shape[a]} (shape {checks.fmt_shape(x.shape)}).")
+    return [Spec(tuple(d for i, d in enumerate(x.shape) if i not in axes), x.dtype)]
+
+
+SQUEEZE = _one(
+    "squeeze", lambda arrays, attrs: np.squeeze(arrays[0], attrs["axes"]), _squeeze_infer,
+    lambda record, grads: (A.reshape_like(grads[0], record.inputs[0]),))
+
+
 # ---- cast, identity -----------------------------------------------------------------------------
 def _cast_grad(record, grads):
     x = record.inputs[0]
@@ -92,9 +126,24 @@ def _cast_grad(record, grads):
     return (M.cast(grads[0], x.dtype),)
 
 
-CAST = _one("cast", lambda arrays, attrs: arrays[0].astype(attrs["dtype"]),
-            lambda specs, attrs: [Spec(specs[0].shape, np.dtype(attrs["dtype"]))], _cast_grad,
-            kind="elementwise")
+def _cast_infer(specs, attrs):
+    x = specs[0]
+    target = np.dtype(attrs["dtype"])
+    if (x.dtype == object) != (target == object):
+        raise UnimplementedError(None, "cast", f"cast: Cast {checks.dtype_name(x.dtype)} to "
+                                 f"{checks.dtype_name(target)} is not supported (input shape "
+                                 f"{checks.fmt_shape(x.shape)}).")
+    return [Spec(x.shape, target)]
+
+
+def _cast_eager(arrays, attrs):
+    x, = arrays
+    if x.dtype.kind == "c" and np.dtype(attrs["dtype"]).kind != "c":
+        x = x.real   # as TF: the imaginary part is dropped (NumPy would warn)
+    return x.astype(attrs["dtype"])
+
+
+CAST = _one("cast", _cast_eager, _cast_infer, _cast_grad, kind="elementwise")
 IDENTITY = _one("identity", lambda arrays, attrs: arrays[0],
                 lambda specs, attrs: [Spec(specs[0].shape, specs[0].dtype)],
                 lambda record, grads: (grads[0],))
@@ -134,12 +183,17 @@ CONCAT = _one("concat",
 
 
 def split_sizes(op_name, dim, num_or_sizes):
-    if np.ndim(num_or_sizes) == 0:
-        num = int(num_or_sizes)
+    """The part sizes of splitting a dimension of size ``dim`` (None: unknown) into
+    ``num_or_sizes`` equal parts (an int) or parts of the given sizes (one may be -1)."""
+    try:
+        num = operator.index(num_or_sizes)
+    except TypeError:
+        num = None
+    if num is not None:
         if num <= 0 or (dim is not None and dim % num):
             checks.fail(op_name, f"cannot split a dimension of size {dim} into {num} equal parts.")
         return [None if dim is None else dim // num] * num
-    sizes = [int(s) for s in np.asarray(num_or_sizes).reshape(-1)]
+    sizes = checks.integers(op_name, num_or_sizes, "num_or_size_splits")
     if sizes.count(-1) > 1:
         checks.fail(op_name, f"at most one size may be -1, got {sizes}.")
     if dim is not None:
@@ -212,8 +266,14 @@ def _pad_infer(specs, attrs):
 def _pad_eager(arrays, attrs):
     if arrays[0].ndim == 0:
         return arrays[0].copy()  # np.pad rejects 0-d arrays
+    x = arrays[0]
     pads = np.asarray(attrs["paddings"], dtype=np.int64).reshape(-1, 2)
-    return np.pad(arrays[0], pads, constant_values=attrs["constant_values"])
+    if x.dtype == object:   # strings: np.pad would store NumPy bytes scalars
+        out = np.full([d + a + b for d, (a, b) in zip(x.shape, pads)], attrs["constant_values"],
+                      object)
+        out[tuple(slice(a, a + d) for d, (a, _) in zip(x.shape, pads))] = x
+        return out
+    return np.pad(x, pads, constant_values=attrs["constant_values"])
 
 
 def _pad_grad(record, grads):
@@ -226,7 +286,7 @@ def _pad_grad(record, grads):
 PAD = _one("pad", _pad_eager, _pad_infer, _pad_grad)
 
 
-# ---- gather, segment sums, one_hot ----------------------------------------------------------------
+# ---- gather, one_hot ----------------------------------------------------------------------------
 def _gather_infer(specs, attrs):
     params, indices = specs
     if indices.dtype.kind not in "iu":
@@ -266,7 +326,10 @@ def _gather_grad(record, grads):
     front = list(range(axis, axis + n_index_dims))
     rest = [i for i in range(g.ndim) if i not in front]
     moved = A.transpose(g, front + rest) if axis else g
-    summed = M.unsorted_segment_sum(moved, indices, params.shape[axis])
+    size = params.shape[axis]
+    if size is None:   # known only when the graph runs
+        size = A.shape(params)[axis]
+    summed = S.unsorted_segment_sum(moved, indices, size)
     if axis:
         perm = list(range(1, axis + 1)) + [0] + list(range(axis + 1, params.ndim))
         summed = A.transpose(summed, perm)
@@ -278,40 +341,6 @@ GATHER = _one("gather",
                                                    checks.axis("gather", attrs["axis"],
                                                                arrays[0].ndim)),
               _gather_infer, _gather_grad, check_values=_gather_check)
-
-
-def _segment_infer(specs, attrs):
-    data, ids = specs
-    if ids.dtype.kind not in "iu":
-        raise TypeError("unsorted_segment_sum: segment_ids must be int32 or int64.")
-    n = len(ids.shape)
-    if tuple(data.shape[:n]) != tuple(ids.shape):
-        checks.fail("unsorted_segment_sum", f"segment_ids shape {checks.fmt_shape(ids.shape)} "
-                    f"must be a prefix of data shape {checks.fmt_shape(data.shape)}.")
-    if attrs["num_segments"] < 0:
-        checks.fail("unsorted_segment_sum", "num_segments must be >= 0.")
-    return [Spec((attrs["num_segments"],) + tuple(data.shape[n:]), data.dtype)]
-
-
-def _segment_grad(record, grads):
-    # TF's _GatherDropNegatives: rows whose id is negative were dropped and get zeros.
-    data, ids = record.inputs
-    if record.attrs["num_segments"] == 0:
-        return A.zeros_like(data), None
-    g = A.gather(grads[0], M.maximum(ids, 0))
-    kept = M.cast(M.greater_equal(ids, 0), g.dtype)
-    return g * A.reshape(kept, list(ids.shape) + [1] * (g.ndim - ids.ndim)), None
-
-
-UNSORTED_SEGMENT_SUM = _one(
-    "unsorted_segment_sum",
-    lambda arrays, attrs: kernels.unsorted_segment_sum(arrays[0], arrays[1],
-                                                       attrs["num_segments"]),
-    _segment_infer, _segment_grad,
-    # As TF on the CPU: negative ids are dropped, ids >= num_segments are an error.
-    check_values=lambda arrays, attrs: check_indices("unsorted_segment_sum", arrays[1],
-                                                     attrs["num_segments"], "segment_ids",
-                                                     drop_negative=True))
 
 
 def _one_hot_infer(specs, attrs):

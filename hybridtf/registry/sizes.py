@@ -1,0 +1,75 @@
+"""Integer arguments of ops -- a count, a length, a shape -- that may be known only when a traced
+graph runs (``num_segments=tf.reduce_max(ids) + 1`` inside a ``tf.function``).
+
+An op takes such an argument as an attribute when its value is known (a Python int, a NumPy
+value, an eager tensor or a variable), which keeps the output shape static while tracing, and
+otherwise as one more input at the end of its inputs, with the attribute None.
+"""
+import functools
+
+import numpy as np
+
+from hybridtf.framework.errors import ResourceExhaustedError
+from hybridtf.framework.tensor import Tensor
+from hybridtf.registry import checks
+
+
+def split(value, op_name, what, rank=0):
+    """``(static, tensor)``: the value as a Python int (``rank`` 0) or list of ints (rank 1)
+    with tensor None, or (None, the symbolic tensor) when it is known only at run time."""
+    if isinstance(value, Tensor) and type(value) is not Tensor:
+        dtype = value._np_dtype
+        if dtype.kind not in "iu":
+            raise TypeError(f"{op_name}: {what} must be an integer tensor, got "
+                            f"{checks.dtype_name(dtype)}.")
+        shape = value._shape_tuple
+        if shape is None or len(shape) != rank or (rank and shape[0] is None):
+            kind = "a scalar" if rank == 0 else "a vector of known length"
+            checks.fail(op_name, f"{what} must be {kind}, got a tensor of shape "
+                        f"{checks.fmt_shape(shape or ())}.")
+        return None, value
+    if getattr(value, "_is_variable", False) or isinstance(value, Tensor):
+        value = value.numpy()
+    array = np.asarray(value)
+    if array.dtype.kind not in "iu" and not (array.dtype.kind == "f" and array.size == 0):
+        kind = "an integer" if rank == 0 else "a list of integers"
+        raise TypeError(f"{op_name}: {what} must be {kind}, got {value!r}.")
+    if array.ndim != rank:
+        kind = "a scalar" if rank == 0 else "a vector"
+        checks.fail(op_name, f"{what} must be {kind}, got shape {list(array.shape)}.")
+    return (int(array) if rank == 0 else [int(d) for d in array]), None
+
+
+def inputs(tensor):
+    """The inputs an op appends for a run-time argument: [tensor] or []."""
+    return [] if tensor is None else [tensor]
+
+
+def value(arrays, attrs, name, position=-1):
+    """The argument ``name`` when the op runs: its attribute, or the input at ``position``."""
+    static = attrs[name]
+    if static is not None:
+        return static
+    array = np.asarray(arrays[position])
+    return int(array) if array.ndim == 0 else [int(d) for d in array]
+
+
+def check_scalar(op_name, spec, what):
+    """The shape rule's check of a run-time scalar argument's input spec."""
+    if len(spec.shape) != 0:
+        checks.fail(op_name, f"{what} must be a scalar, got shape {checks.fmt_shape(spec.shape)}.")
+
+
+def reporting_memory(op_name, eager):
+    """``eager`` raising TF's ResourceExhaustedError, naming the op, for a result too large to
+    allocate: ops whose output size comes from values (segment ids, counts, shapes) can be asked
+    for one by a wrong value."""
+    @functools.wraps(eager)
+    def run(arrays, attrs):
+        try:
+            return eager(arrays, attrs)
+        except MemoryError as err:
+            raise ResourceExhaustedError(
+                None, op_name, f"{op_name}: out of memory for the result ({err}); check the "
+                "values that set its size.") from None
+    return run
