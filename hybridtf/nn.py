@@ -4,3 +4,4 @@ from hybridtf.api.nn_ops import (  # noqa: F401
     dropout, elu, l2_loss, leaky_relu, log_softmax, max_pool, max_pool2d, relu, relu6, sigmoid,
     sigmoid_cross_entropy_with_logits, softmax, softmax_cross_entropy_with_logits, softplus,
     sparse_softmax_cross_entropy_with_logits, tanh)
+from hybridtf.api.sort_ops import in_top_k, top_k  # noqa: F401

@@ -10,11 +10,12 @@ bool work too where noted).  The wrappers assume the framework validated their a
 are normalised (non-negative, sorted, unique, < ndim) and dtypes are ones the op supports.
 """
 import numpy as np
-from numba import njit
 
-_jit = njit(cache=True, error_model="numpy")
+from ops.kernel_cache import njit
+
+_jit = njit(error_model="numpy")
 # Reassociation lets LLVM vectorise sums; NaN/inf semantics are untouched (no nnan/ninf flags).
-_jit_reassoc = njit(cache=True, error_model="numpy", fastmath={"reassoc", "nsz", "contract"})
+_jit_reassoc = njit(error_model="numpy", fastmath={"reassoc", "nsz", "contract"})
 
 SUM, PROD, MAX, MIN = 0, 1, 2, 3
 
@@ -231,6 +232,35 @@ def scan_arb(x, op, init, exclusive, reverse):
     return out
 
 
+@_jit
+def _log_add_exp(a, b):
+    """log(exp(a) + exp(b)) without overflow; -inf + -inf gives -inf, not NaN."""
+    if a != a or b != b:
+        return np.nan
+    hi, lo = (a, b) if a >= b else (b, a)
+    if hi == -np.inf or hi == np.inf:
+        return hi
+    return hi + np.log1p(np.exp(lo - hi))
+
+
+@_jit
+def logsumexp_scan_arb(x, exclusive, reverse):
+    """Cumulative log-sum-exp along the middle axis of (A, R, B) floating ``x``, accumulated in
+    float64; an exclusive scan starts from -inf (the log of an empty sum)."""
+    A, R, B = x.shape
+    out = np.empty_like(x)
+    acc = np.empty(B, np.float64)
+    for a in range(A):
+        acc[:] = -np.inf
+        for step in range(R):
+            r = R - 1 - step if reverse else step
+            for b in range(B):
+                total = _log_add_exp(acc[b], np.float64(x[a, r, b]))
+                out[a, r, b] = acc[b] if exclusive else total
+                acc[b] = total
+    return out
+
+
 # ---- layout helpers --------------------------------------------------------------------------
 def _prod(dims):
     n = 1
@@ -427,3 +457,15 @@ def cumsum(x, axis, exclusive=False, reverse=False):
 def cumprod(x, axis, exclusive=False, reverse=False):
     """Cumulative product along ``axis`` (tf.math.cumprod); as cumsum, exclusive starts from 1."""
     return _scan(x, axis, exclusive, reverse, PROD, 1)
+
+
+def cumulative_logsumexp(x, axis, exclusive=False, reverse=False):
+    """log(cumsum(exp(x))) along ``axis`` (tf.math.cumulative_logsumexp), without overflow.
+
+    x: float32/float64 ndarray of rank >= 1; axis normalised; ``exclusive`` and ``reverse`` as
+    for cumsum (an exclusive scan's first value is -inf).  Output has x's shape and dtype.
+    """
+    x = np.asarray(x)
+    if x.size == 0:
+        return x.copy()
+    return logsumexp_scan_arb(_single_axis_arb(x, axis), exclusive, reverse).reshape(x.shape)

@@ -1,4 +1,7 @@
 """``tf.math``: elementwise arithmetic, comparisons, reductions, casts and matmul."""
+import operator
+from collections.abc import Iterable
+
 import numpy as np
 
 from hybridtf.eager.execute import (as_tensor, binary_operands, execute, execute1,
@@ -9,6 +12,7 @@ from hybridtf.registry import elementwise as E
 from hybridtf.registry import linalg as L
 from hybridtf.registry import reductions as R
 from hybridtf.registry import array as AR
+from hybridtf.registry import Spec, checks
 from hybridtf.registry.checks import fail
 
 
@@ -225,6 +229,53 @@ def relu(features, name=None):
     return execute_unary(E.RELU, features)
 
 
+# ---- special functions and floating-point predicates ----------------------------------------
+def erf(x, name=None):
+    """The Gauss error function, elementwise (floating point x)."""
+    return execute_unary(E.ERF, x)
+
+
+def erfc(x, name=None):
+    """The complementary error function 1 - erf(x), accurate where erf(x) is close to 1."""
+    return execute_unary(E.ERFC, x)
+
+
+def erfinv(x, name=None):
+    """The inverse of erf: inf at 1, -inf at -1, NaN outside [-1, 1]."""
+    return execute_unary(E.ERFINV, x)
+
+
+def lgamma(x, name=None):
+    """log(abs(Gamma(x))), elementwise; inf at the poles 0, -1, -2, ..."""
+    return execute_unary(E.LGAMMA, x)
+
+
+def digamma(x, name=None):
+    """The derivative of lgamma (psi); NaN at the poles 0, -1, -2, ..."""
+    return execute_unary(E.DIGAMMA, x)
+
+
+def polygamma(a, x, name=None):
+    """The ``a``-th derivative of digamma at ``x`` (``a`` a non-negative integer value of x's
+    floating dtype; NaN otherwise)."""
+    return execute_binary(E.POLYGAMMA, a, x)
+
+
+def is_nan(x, name=None):
+    """True where x is NaN (floating point x); a bool tensor."""
+    return execute_unary(E.IS_NAN, x)
+
+
+def is_inf(x, name=None):
+    """True where x is +inf or -inf (floating point x); a bool tensor."""
+    return execute_unary(E.IS_INF, x)
+
+
+def is_finite(x, name=None):
+    """True where x is neither infinite nor NaN (floating point x); a bool tensor."""
+    return execute_unary(E.IS_FINITE, x)
+
+
 # ---- casting, clipping, sums --------------------------------------------------------------------
 def cast(x, dtype, name=None):
     """Converts x to ``dtype`` (floats to ints truncate toward zero, as TF)."""
@@ -250,11 +301,15 @@ def clip_by_value(t, clip_value_min, clip_value_max, name=None):
 
 
 def add_n(inputs, name=None):
-    """Sum of a list of tensors of equal shape and dtype."""
+    """Sum of a list of tensors of equal shape and (numeric) dtype."""
+    if isinstance(inputs, (str, bytes, dict, set)) or not isinstance(inputs, Iterable):
+        raise ValueError(f"add_n: inputs must be a non-empty list of tensors, got {inputs!r}.")
     inputs = list(inputs)
     if not inputs:
         raise ValueError("add_n: inputs must be a non-empty list of tensors.")
     total = as_tensor(inputs[0])
+    if not (total.dtype.is_floating or total.dtype.is_integer or total.dtype.is_complex):
+        raise TypeError(f"add_n: inputs must be numeric tensors, got dtype {total.dtype.name}.")
     for item in inputs[1:]:
         other = as_tensor(item)
         if tuple(other.shape) != tuple(total.shape):
@@ -366,10 +421,11 @@ def cumprod(x, axis=0, exclusive=False, reverse=False, name=None):
                                                 "reverse": bool(reverse)})
 
 
-def unsorted_segment_sum(data, segment_ids, num_segments, name=None):
-    """Sums slices of ``data`` into ``num_segments`` rows chosen by ``segment_ids``."""
-    return execute1(AR.UNSORTED_SEGMENT_SUM, [as_tensor(data), as_tensor(segment_ids)],
-                    {"num_segments": int(num_segments)})
+def cumulative_logsumexp(x, axis=0, exclusive=False, reverse=False, name=None):
+    """log(cumsum(exp(x))) along ``axis``, computed stably (floating point x); ``exclusive``
+    and ``reverse`` as for ``cumsum`` (an empty exclusive sum gives -inf)."""
+    return execute1(R.CUMULATIVE_LOGSUMEXP, [as_tensor(x)],
+                    {"axis": axis, "exclusive": bool(exclusive), "reverse": bool(reverse)})
 
 
 # ---- linear algebra -----------------------------------------------------------------------------
@@ -383,23 +439,23 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
 
 def _axis_list(value):
     """One side of tensordot's ``axes`` pair (an int, a list or a 1-D tensor) as a list."""
-    if isinstance(value, (list, tuple)):
-        return [int(i) for i in value]
-    return [int(i) for i in np.asarray(value).reshape(-1)]
+    try:
+        return [operator.index(value)]
+    except TypeError:
+        return checks.integers("tensordot", value, "axes")
 
 
 def tensordot(a, b, axes, name=None):
     """Sum over the given axes of a and b (an int n: last n of a with first n of b)."""
     from hybridtf.api.array_ops import reshape, transpose
-    from hybridtf.registry import Spec, checks
     at, bt = binary_operands("tensordot", a, b)
     checks.same_dtype("tensordot", [Spec(at._shape_tuple, at._np_dtype),
                                     Spec(bt._shape_tuple, bt._np_dtype)], names=("a", "b"))
     ashape, bshape = at.shape.as_list(), bt.shape.as_list()
     if isinstance(axes, Tensor):
         axes = axes.numpy().tolist()
-    if not isinstance(axes, (list, tuple)) and np.ndim(axes) == 0:
-        n = int(axes)
+    if not isinstance(axes, (list, tuple)):
+        n = checks.integer("tensordot", axes, "axes")
         if not 0 <= n <= min(at.ndim, bt.ndim):
             fail("tensordot", f"axes={n} must be in [0, {min(at.ndim, bt.ndim)}] for a of shape "
                  f"{ashape} and b of shape {bshape}.")
@@ -415,17 +471,35 @@ def tensordot(a, b, axes, name=None):
     if len(set(a_axes)) != len(a_axes) or len(set(b_axes)) != len(b_axes):
         fail("tensordot", f"axes {a_axes} and {b_axes} must not repeat an axis.")
     for i, j in zip(a_axes, b_axes):
-        if ashape[i] != bshape[j]:
+        if None not in (ashape[i], bshape[j]) and ashape[i] != bshape[j]:
             fail("tensordot", f"dimension {i} of a (shape {checks.fmt_shape(ashape)}) and "
                  f"dimension {j} of b (shape {checks.fmt_shape(bshape)}) must match to be summed "
                  f"over, got {ashape[i]} and {bshape[j]}.")
     a_free = [i for i in range(at.ndim) if i not in a_axes]
     b_free = [i for i in range(bt.ndim) if i not in b_axes]
-    # Explicit sizes, not -1: any of them may be 0.
-    k = int(np.prod([ashape[i] for i in a_axes]))
-    m = int(np.prod([ashape[i] for i in a_free]))
-    n = int(np.prod([bshape[i] for i in b_free]))
-    a2 = reshape(transpose(at, a_free + a_axes), [m, k])
-    b2 = reshape(transpose(bt, b_axes + b_free), [k, n])
+    summed = [ashape[i] if ashape[i] is not None else bshape[j] for i, j in zip(a_axes, b_axes)]
+    free = [ashape[i] for i in a_free] + [bshape[i] for i in b_free]
+    # Explicit sizes where known, not -1: any of them may be 0.
+    k, m, n = (None if None in dims else int(np.prod(dims)) for dims in
+               (summed, [ashape[i] for i in a_free], [bshape[i] for i in b_free]))
+
+    def as_matrix(x, perm, rows, cols, matrix):
+        x = transpose(x, perm)
+        if matrix:   # already [rows, cols]
+            return x
+        if [rows, cols].count(None) + (rows == 0 or cols == 0) > 1:
+            raise TypeError(f"tensordot: a of shape {checks.fmt_shape(ashape)} and b of shape "
+                            f"{checks.fmt_shape(bshape)} need more of their dimensions known "
+                            "when tracing (one product of them may be unknown).")
+        return reshape(x, [-1 if d is None else d for d in (rows, cols)])
+
+    a2 = as_matrix(at, a_free + a_axes, m, k, len(a_free) == len(a_axes) == 1)
+    b2 = as_matrix(bt, b_axes + b_free, k, n, len(b_free) == len(b_axes) == 1)
     out = matmul(a2, b2)
-    return reshape(out, [ashape[i] for i in a_free] + [bshape[i] for i in b_free])
+    if len(a_free) == len(b_free) == 1:   # already [a's free, b's free]
+        return out
+    if free.count(None) > 1:
+        raise TypeError(f"tensordot: a of shape {checks.fmt_shape(ashape)} and b of shape "
+                        f"{checks.fmt_shape(bshape)} need more of their free dimensions known "
+                        "when tracing (one of them may be unknown).")
+    return reshape(out, [-1 if d is None else d for d in free])

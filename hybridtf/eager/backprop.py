@@ -1,4 +1,5 @@
-"""``GradientTape``: records eager ops and computes gradients, jacobians and custom gradients."""
+"""``GradientTape``: records eager ops and computes gradients, jacobians and custom gradients;
+and, built on it, the functional gradient API (``gradients_function``, ``make_vjp``, ...)."""
 import contextlib
 import enum
 import functools
@@ -7,8 +8,10 @@ import inspect
 import numpy as np
 
 from hybridtf.eager import tape as tape_lib
+from hybridtf.eager.execute import as_tensor, execute1
 from hybridtf.framework import nest
 from hybridtf.framework.tensor import Tensor, is_tensor
+from hybridtf.registry import array as AR
 
 
 class UnconnectedGradients(enum.Enum):
@@ -358,3 +361,144 @@ def custom_gradient(f=None):
         return nest.pack_sequence_as(result, list(outputs))
 
     return decorated
+
+
+# ---- the functional gradient API ----------------------------------------------------------------
+def _parameter_positions(f, params, args):
+    """The positions in the call's ``args`` of the parameters to differentiate: ``params`` None
+    means every positional parameter of ``f`` (every argument when ``f`` takes ``*args`` or
+    cannot be inspected); names are looked up in ``f``'s signature; ints are positions."""
+    try:
+        signature = inspect.signature(f)
+    except (TypeError, ValueError):
+        signature = None
+    positional = [] if signature is None else [
+        p for p in signature.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    takes_varargs = signature is None or any(
+        p.kind == p.VAR_POSITIONAL for p in signature.parameters.values())
+    if params is None:
+        count = len(args) if takes_varargs else min(len(positional), len(args))
+        return list(range(count))
+    params = list(params)
+    if all(isinstance(p, str) for p in params):
+        names = [p.name for p in positional]
+        missing = [p for p in params if p not in names]
+        if missing:
+            raise ValueError(f"params {missing} are not positional parameters of "
+                             f"{getattr(f, '__name__', f)!r}, whose are {names}.")
+        positions = [names.index(p) for p in params]
+    elif all(isinstance(p, int) and not isinstance(p, bool) for p in params):
+        positions = params
+    else:
+        raise ValueError(f"params must be all strings or all integers; got {params}.")
+    for i in positions:
+        if not -len(args) <= i < len(args):
+            raise ValueError(f"parameter position {i} is out of range for a call with "
+                             f"{len(args)} positional arguments.")
+    return [i % len(args) for i in positions]
+
+
+def _returned(f, result):
+    if result is None:
+        raise ValueError("Cannot differentiate a function that returns None; did you forget to "
+                         f"return a value from {getattr(f, '__name__', f)}?")
+    return result
+
+
+def make_vjp(f, params=None, persistent=True):
+    """Returns a function that computes ``f`` and its vector-Jacobian product.
+
+    The returned function takes ``f``'s positional arguments and returns ``(result, vjp)``:
+    ``vjp(dy=None)`` gives the list of gradients of ``result`` (weighted by ``dy``, a structure
+    like ``result``; ones by default) with respect to the parameters in ``params`` (names or
+    positions of ``f``'s parameters; None: all of them).  Each parameter counts separately even
+    when the same tensor is passed twice.  With ``persistent=False`` ``vjp`` can be called once.
+
+    >>> result, vjp = make_vjp(lambda x: x * x)(tf.constant(3.0))   # result: 9.0
+    >>> vjp()                                                       # [6.0]
+    """
+    def decorated(*args, **kwargs):
+        if kwargs:
+            raise ValueError("Functions to be differentiated cannot receive keyword arguments.")
+        positions = _parameter_positions(f, params, args)
+        args = list(args)
+        tape = GradientTape(persistent=persistent)
+        sources = []
+        with tape:
+            for i in positions:
+                source = as_tensor(args[i])
+                if any(source is s for s in sources):   # the same tensor passed twice
+                    source = execute1(AR.IDENTITY, [source], None)
+                sources.append(source)
+                args[i] = source
+            for source in sources:   # after the copies, which must not connect them
+                tape.watch(source)
+            result = _returned(f, f(*args))
+            # Fresh tensors: a result that is one of the parameters still has its gradient.
+            targets = [execute1(AR.IDENTITY, [as_tensor(r)], None)
+                       for r in nest.flatten(result)]
+            result = nest.pack_sequence_as(result, targets)
+
+        def vjp(dy=None):
+            seeds = None if dy is None else [as_tensor(d) for d in nest.flatten(dy)]
+            return tape.gradient(targets, sources, output_gradients=seeds)
+        return result, vjp
+    return decorated
+
+
+def val_and_grad_function(f, params=None):
+    """Returns a function computing ``f`` and its gradients with respect to ``params``.
+
+    ``f``'s result (a tensor, or a structure of tensors whose sum is differentiated) comes back
+    with the list of gradients, one per parameter: ``value, grads = fn(*args)``.  The keyword
+    argument ``dy`` weights the result (a vector-Jacobian product) instead of ones.
+    """
+    def decorated(*args, **kwargs):
+        dy = kwargs.pop("dy", None)
+        if kwargs:
+            raise ValueError("Functions to be differentiated cannot receive keyword arguments.")
+        value, vjp = make_vjp(f, params)(*args)
+        return value, vjp(dy=dy)
+    return decorated
+
+
+def gradients_function(f, params=None):
+    """Returns a function computing the gradients of ``f`` with respect to ``params`` (names
+    or positions of ``f``'s parameters; None: all), as a list; it also takes ``dy``, as
+    ``val_and_grad_function``.  Nesting it gives higher-order derivatives."""
+    def decorated(*args, **kwargs):
+        return val_and_grad_function(f, params)(*args, **kwargs)[1]
+    return decorated
+
+
+def implicit_val_and_grad(f):
+    """Returns a function computing ``f`` and its gradients with respect to every trainable
+    variable ``f`` reads: ``value, grads_and_vars = fn(*args, **kwargs)``, the pairs
+    ``(gradient, variable)`` in the variables' order of creation (ready for an optimizer's
+    ``apply_gradients``).  ValueError if ``f`` returns None or reads no trainable variable.
+    """
+    def grad_fn(*args, **kwargs):
+        with GradientTape() as tape:
+            result = _returned(f, f(*args, **kwargs))
+        variables = list(tape.watched_variables())
+        if not variables:
+            raise ValueError("No trainable variables were accessed while the function was "
+                             "being computed.")
+        grads = tape.gradient(nest.flatten(result), variables)
+        return result, list(zip(grads, variables))
+    return grad_fn
+
+
+def implicit_grad(f):
+    """Returns a function computing the ``(gradient, variable)`` pairs of ``f`` with respect to
+    every trainable variable it reads (as ``implicit_val_and_grad``, without the value)."""
+    def grad_fn(*args, **kwargs):
+        return implicit_val_and_grad(f)(*args, **kwargs)[1]
+    return grad_fn
+
+
+# The names these functions had in TF's eager-era API (``tfe.*``).
+implicit_value_and_gradients = implicit_val_and_grad
+implicit_gradients = implicit_grad
+value_and_gradients_function = val_and_grad_function

@@ -130,10 +130,10 @@ ARGMAX = register(OpDef("argmax", "reduction", _arg_eager(kernels.argmax), _arg_
 ARGMIN = register(OpDef("argmin", "reduction", _arg_eager(kernels.argmin), _arg_infer("argmin")))
 
 
-def _scan_infer(name):
+def _scan_infer(name, allowed=NUMERIC):
     def infer(specs, attrs):
         x, = specs
-        checks.allowed_dtype(name, x.dtype, NUMERIC)
+        checks.allowed_dtype(name, x.dtype, allowed)
         if len(x.shape) == 0:
             checks.fail(name, "x must have rank >= 1, got a scalar.")
         checks.axis(name, attrs["axis"], len(x.shape))
@@ -168,3 +168,33 @@ CUMSUM = register(OpDef("cumsum", "opaque", _scan_eager("cumsum", kernels.cumsum
                         _scan_infer("cumsum"), _cumsum_grad))
 CUMPROD = register(OpDef("cumprod", "opaque", _scan_eager("cumprod", kernels.cumprod),
                          _scan_infer("cumprod"), _cumprod_grad))
+
+
+def _log_of_part(g, sign):
+    """log(sign * g) where sign * g > 0, else -inf (that part of g is empty there)."""
+    part = g if sign > 0 else -g
+    positive = part > 0
+    return M.where(positive, M.log(M.where(positive, part, A.ones_like(part))), -np.inf)
+
+
+def _cumulative_logsumexp_grad(record, grads):
+    # d y_j / d x_i = exp(x_i - y_j) for every j whose sum holds x_i, so the gradient is
+    # exp(x) times the opposite-direction scan of g * exp(-y): taken in log space for the
+    # positive and negative parts of g, so that nothing overflows.
+    a = record.attrs
+    x, y = record.inputs[0], record.outputs[0]
+    g = grads[0]
+    empty = M.equal(y, -np.inf)   # an empty (exclusive) sum: no x_i flows into it
+
+    def part(sign):
+        terms = M.where(empty, -np.inf, _log_of_part(g, sign) - y)
+        scanned = M.cumulative_logsumexp(terms, axis=a["axis"], exclusive=a["exclusive"],
+                                         reverse=not a["reverse"])
+        return M.exp(x + scanned)
+    return (part(1) - part(-1),)
+
+
+CUMULATIVE_LOGSUMEXP = register(OpDef(
+    "cumulative_logsumexp", "opaque",
+    _scan_eager("cumulative_logsumexp", kernels.cumulative_logsumexp),
+    _scan_infer("cumulative_logsumexp", ("float32", "float64")), _cumulative_logsumexp_grad))
