@@ -1,4 +1,5 @@
-"""Child process of C1 and M1: ``python -m benchmarks.child {c1|m1} FRAMEWORK MODE [options]``.
+"""Child process of C1, M1 and R1: ``python -m benchmarks.child {c1|m1|r1} FRAMEWORK MODE
+[options]``.
 
 It builds one W3 variant, measures, and prints one line ``BENCHMARK-RESULT <json>`` on stdout
 (see ``benchmarks.subprocesses`` for the parent's side). Nothing imports this module: it is only
@@ -96,9 +97,38 @@ def measure_memory(framework, mode, profile, steps, mark):
             "mark": mark, "first_loss": first_loss, "last_loss": last_loss}
 
 
+def _cache_files():
+    """The number of files in the on-disk caches the parent pointed this process to."""
+    roots = {os.environ[name] for name in ("HYBRIDTF_CACHE_DIR", "NUMBA_CACHE_DIR",
+                                           "JAX_COMPILATION_CACHE_DIR") if os.environ.get(name)}
+    return sum(len(files) for root in roots for _, _, files in os.walk(root))
+
+
+def measure_retracing(framework, mode, profile, calls):
+    """R1: ``calls`` calls of the decorated f, each with a new Python value (a new trace)."""
+    from benchmarks import frameworks
+    from benchmarks.workloads import r1_retracing
+    tf = frameworks.load(framework)
+    f, x = r1_retracing.build(tf)
+    f(x, k=r1_retracing.FIRST_K)
+    values = r1_retracing.values(calls)
+    files = _cache_files()
+    gc.collect()
+    rss_before = _rss_mib()
+    start = time.perf_counter()
+    results = [f(x, k=k) for k in values]
+    elapsed = time.perf_counter() - start
+    checksum = float(sum(float(frameworks.to_numpy(r)) for r in results))
+    del results
+    gc.collect()
+    return {"loop_s": elapsed, "trace_s": elapsed / max(calls, 1),
+            "growth_mib": _rss_mib() - rss_before, "cache_files": _cache_files() - files,
+            "checksum": checksum, "tracing_count": int(f.experimental_get_tracing_count())}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m benchmarks.child")
-    parser.add_argument("what", choices=("c1", "m1"))
+    parser.add_argument("what", choices=("c1", "m1", "r1"))
     parser.add_argument("framework")
     parser.add_argument("mode")
     parser.add_argument("--profile", default="full")
@@ -112,6 +142,8 @@ def main(argv=None):
     try:
         if args.what == "c1":
             result = measure_first_call(args.framework, args.mode, profile)
+        elif args.what == "r1":
+            result = measure_retracing(args.framework, args.mode, profile, args.steps)
         else:
             result = measure_memory(args.framework, args.mode, profile, args.steps, args.mark)
         result["status"] = "ok"

@@ -23,6 +23,9 @@ METRIC_FORMATS = {
     "rss_end_mib": ("RSS @end", "mib"),
     "growth_mib": ("growth", "mib"),
     "step_s": ("step", "time"),
+    "loop_s": ("loop", "time"),
+    "trace_s": ("per trace", "time"),
+    "cache_files": ("cache files", "count"),
 }
 
 
@@ -42,6 +45,8 @@ def format_value(value, kind):
         return format_time(value)
     if kind == "mib":
         return f"{value:.1f} MiB"
+    if kind == "count":
+        return f"{value:.0f}"
     return f"{value:.3g}"
 
 

@@ -1,4 +1,4 @@
-"""Fresh-process measurements for C1 and M1, the parent's side.
+"""Fresh-process measurements for C1, M1 and R1, the parent's side.
 
 ``run_child`` starts ``python -m benchmarks.child ...`` (see child.py) and reads back its one
 result line. Running each framework in its own process keeps one framework's imports, caches and

@@ -29,12 +29,22 @@ TARGETS = (
     Target("W5", "decorated faster than JAX jit", "hybridtf/function", "jax/jit", "time_s", 1.0),
     Target("W6", "decorated faster than TF function", "hybridtf/function", "tensorflow/function",
            "time_s", 1.0),
+    Target("D0", "epoch faster than tf.data (eager iteration)", "hybridtf/eager",
+           "tensorflow/eager", "time_s", 1.0),
+    Target("D0", "epoch in a decorated function faster than TF's", "hybridtf/function",
+           "tensorflow/function", "time_s", 1.0),
     Target("C1", "cold first call no slower than TF function's", "hybridtf/function",
            "tensorflow/function", "cold_first_call_s", 1.0),
     Target("C1", "first call from the disk cache under 0.3 s", "hybridtf/function", None,
            "warm_first_call_s", 0.3),
     Target("M1", "no growth after warm-up (<= 1 MiB)", "hybridtf/function", None, "growth_mib",
            1.0),
+    Target("R1", "retracing loop within 2x TF function's time", "hybridtf/function",
+           "tensorflow/function", "loop_s", 2.0),
+    Target("R1", "retracing loop's RSS growth within 2x TF function's", "hybridtf/function",
+           "tensorflow/function", "growth_mib", 2.0),
+    Target("R1", "retracing loop writes no cache files", "hybridtf/function", None,
+           "cache_files", 0.0),
 )
 
 

@@ -10,6 +10,19 @@ from hybridtf.api.array_ops import (  # noqa: F401
     ones_like, pad, range, rank, reshape, shape, size, slice, split, squeeze, stack,
     stop_gradient, tile, transpose, unstack, zeros, zeros_like)
 from hybridtf.api.logging_ops import print_ as print  # noqa: F401, A001
+from hybridtf.api.check_ops import (  # noqa: F401
+    Assert, assert_equal, assert_greater, assert_less, assert_rank)
+from hybridtf.api.grid_ops import linspace, meshgrid  # noqa: F401
+from hybridtf.api.manip_ops import reverse, roll  # noqa: F401
+from hybridtf import debugging, nest  # noqa: F401
+from hybridtf.api.clip_ops import clip_by_global_norm, clip_by_norm  # noqa: F401
+from hybridtf.api.einsum_ops import einsum  # noqa: F401
+from hybridtf.api.linalg_ops import norm  # noqa: F401
+from hybridtf.api.scatter_ops import (  # noqa: F401
+    boolean_mask, gather_nd, scatter_nd, tensor_scatter_nd_add, tensor_scatter_nd_max,
+    tensor_scatter_nd_min, tensor_scatter_nd_sub, tensor_scatter_nd_update)
+from hybridtf.api.sort_ops import (  # noqa: F401
+    argsort, searchsorted, sort, unique, unique_with_counts)
 from hybridtf.api.math_ops import (  # noqa: F401
     abs, add, add_n, argmax, argmin, cast, clip_by_value, cos, cumsum, divide, equal, exp,
     floordiv, greater, greater_equal, less, less_equal, logical_and, logical_not, logical_or,
@@ -20,6 +33,7 @@ from hybridtf.api.math_ops import (  # noqa: F401
 from hybridtf.eager.backprop import GradientTape, UnconnectedGradients, custom_gradient  # noqa: F401
 from hybridtf.framework.constant_op import constant, convert_to_tensor  # noqa: F401
 from hybridtf.framework.name_scope import name_scope  # noqa: F401
+from hybridtf.graph.init_scope import init_scope  # noqa: F401
 from hybridtf.framework.dtypes import (  # noqa: F401
     DType, as_dtype, bool, complex64, complex128, double, float16, float32, float64, half, int8,
     int16, int32, int64, string, uint8, uint16, uint32, uint64)
@@ -43,4 +57,8 @@ from hybridtf.api.tensor_array_ops import TensorArray  # noqa: F401,E402
 from hybridtf.graph.function import Function, function  # noqa: F401,E402
 from hybridtf import autograph  # noqa: F401,E402
 from hybridtf.module import Module  # noqa: F401,E402
+from hybridtf import data  # noqa: F401,E402
+from hybridtf import summary  # noqa: F401,E402
 from hybridtf import keras, saved_model  # noqa: F401,E402
+from hybridtf import image, io  # noqa: F401,E402
+from hybridtf import train  # noqa: F401,E402

@@ -207,6 +207,18 @@ def test_smoke_run_of_the_fresh_process_workloads():
     assert "C1  first call" in report.format_results(results)
 
 
+def test_smoke_run_of_the_retracing_workload():
+    """R1's child process with hybridtf: every call a new trace, no new kernel, no cache file."""
+    results = run_suite(only=["R1"], profile="smoke", frameworks_allowed=["hybridtf"],
+                        log=QUIET)
+    variant = {v["key"]: v for v in results["workloads"]["R1"]["variants"]}["hybridtf/function"]
+    assert variant["status"] == "ok", variant.get("reason")
+    assert variant["agreement"]["ok"]
+    assert variant["tracing_count"] == 1 + SMOKE.r1_calls
+    assert variant["metrics"]["cache_files"]["median"] == 0
+    assert "R1  retracing" in report.format_results(results)
+
+
 def test_command_line_writes_json_and_plot(tmp_path, capsys):
     json_path, plot_path = tmp_path / "r.json", tmp_path / "r.png"
     code = main(["--smoke", "--only", "W0", "--frameworks", "numpy,numba", "--quiet",

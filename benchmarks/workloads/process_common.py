@@ -1,4 +1,4 @@
-"""Shared by C1 and M1: which variants run in child processes, and checking their losses."""
+"""Shared by C1, M1 and R1: which variants run in child processes, and checking their results."""
 import importlib.util
 
 from benchmarks.agreement import compare
@@ -45,13 +45,19 @@ def absorb_failure(entry, result):
 
 def check_first_loss(entry, loss, reference, tolerance=1e-4):
     """Agreement on the first W3 step's loss; returns the reference (set by the first ok one)."""
+    return check_value(entry, "first loss", loss, reference, tolerance)
+
+
+def check_value(entry, what, value, reference, tolerance=1e-4):
+    """Agreement of a variant's ``value`` with ``reference`` ((key, value), or None: this
+    variant's becomes the reference); returns the reference."""
     if reference is None:
         entry["agreement"] = {"ok": True, "reference": True}
-        return (entry["key"], loss)
-    entry["agreement"] = compare(loss, reference[1], tolerance)
+        return (entry["key"], value)
+    entry["agreement"] = compare(value, reference[1], tolerance)
     entry["agreement"]["reference"] = reference[0]
     if not entry["agreement"]["ok"]:
         entry["status"] = "mismatch"
-        entry["reason"] = (f"first loss {loss:.6g} disagrees with {reference[0]}'s "
+        entry["reason"] = (f"{what} {value:.6g} disagrees with {reference[0]}'s "
                            f"{reference[1]:.6g}")
     return reference
