@@ -5,18 +5,13 @@ where N is the gathered axis, so one kernel serves every rank, axis and batch_di
 copies are contiguous.  Indices must have been validated by the caller; the kernels still refuse
 (IndexError) an out-of-range gather index rather than read out of bounds.
 """
+from math import prod
+
 import numpy as np
 
 from ops.kernel_cache import njit
 
 _jit = njit(error_model="numpy")
-
-
-def _prod(dims):
-    n = 1
-    for d in dims:
-        n *= d
-    return n
 
 
 # ---- kernels ---------------------------------------------------------------------------------
@@ -89,11 +84,11 @@ def gather(params, indices, axis, batch_dims=0):
     params = np.asarray(params, order="C")
     indices = np.asarray(indices, order="C")
     ps, ishape = params.shape, indices.shape
-    T = _prod(ps[:batch_dims])
-    A = _prod(ps[batch_dims:axis])
+    T = prod(ps[:batch_dims])
+    A = prod(ps[batch_dims:axis])
     N = ps[axis]
-    B = _prod(ps[axis + 1:])
-    M = _prod(ishape[batch_dims:])
+    B = prod(ps[axis + 1:])
+    M = prod(ishape[batch_dims:])
     out_shape = ps[:axis] + ishape[batch_dims:] + ps[axis + 1:]
     out = np.empty((T, A, M, B), params.dtype)
     if out.size and params.dtype == object:   # strings: Numba has no object arrays
@@ -119,10 +114,10 @@ def scatter_add(updates, indices, axis, dim_size, batch_dims=0):
     n_idx = len(ishape) - batch_dims
     lead = updates.shape[:axis]
     tail = updates.shape[axis + n_idx:]
-    T = _prod(lead[:batch_dims])
-    A = _prod(lead[batch_dims:])
-    M = _prod(ishape[batch_dims:])
-    B = _prod(tail)
+    T = prod(lead[:batch_dims])
+    A = prod(lead[batch_dims:])
+    M = prod(ishape[batch_dims:])
+    B = prod(tail)
     out = np.zeros((T, A, dim_size, B), updates.dtype)
     if out.size and updates.size:
         scatter_add_kernel(updates.reshape(T, A, M, B), indices.reshape(T, M), out)
@@ -140,14 +135,17 @@ def one_hot(indices, depth, on_value=1, off_value=0, axis=-1, dtype=np.float32):
     if axis == -1:
         axis = indices.ndim
     ishape = indices.shape
-    A = _prod(ishape[:axis])
-    B = _prod(ishape[axis:])
+    A = prod(ishape[:axis])
+    B = prod(ishape[axis:])
     dtype = np.dtype(dtype)
     out = np.full((A, depth, B), off_value, dtype)
     if out.size and dtype == object:   # strings: Numba has no object arrays
         rows = indices.reshape(A, B)
         a, b = np.nonzero((rows >= 0) & (rows < depth))
         out[a, rows[a, b], b] = on_value
+    elif out.size and dtype == np.float16:   # Numba has no float16: its bits are stored
+        one_hot_kernel(indices.reshape(A, B), np.float16(on_value).view(np.uint16),
+                       out.view(np.uint16))
     elif out.size:
         one_hot_kernel(indices.reshape(A, B), dtype.type(on_value), out)
     return out.reshape(ishape[:axis] + (depth,) + ishape[axis:])

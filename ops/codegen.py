@@ -14,8 +14,8 @@ import sys
 import threading
 import weakref
 
-from ops import kernel_cache
-from ops.kernel_cache import cache_dir
+from ops import cache_directory
+from ops.cache_directory import cache_dir
 
 _LOCK = threading.Lock()
 _MODULES = {}
@@ -73,8 +73,8 @@ def load_source(prefix, source):
         except OSError:
             current = None
         if current != source:
-            kernel_cache.write_file(path, source.encode())
-        kernel_cache.use_file(path)
+            cache_directory.write_file(path, source.encode())
+        cache_directory.use_file(path)
         module_name = "hybridtf_generated." + name
         spec = importlib.util.spec_from_file_location(module_name, path)
         module = importlib.util.module_from_spec(spec)

@@ -18,12 +18,23 @@ def diagonal_length(rows, cols, d):
 
 
 @_jit
-def _offset(length, longest, d, super_right, sub_right):
-    """Where diagonal d starts within its row of ``longest`` elements: a right-aligned diagonal
-    is padded on the left."""
-    if (d >= 0 and super_right) or (d <= 0 and sub_right):
-        return longest - length
-    return 0
+def _span(rows, cols, longest, d, super_right, sub_right):
+    """(i, j, start, length): diagonal d of a rows x cols matrix begins at element (i, j), has
+    ``length`` elements, and sits from ``start`` in its row of ``longest`` (a right-aligned
+    diagonal is padded on the left)."""
+    length = diagonal_length(rows, cols, d)
+    right = (d >= 0 and super_right) or (d <= 0 and sub_right)
+    return max(-d, 0), max(d, 0), longest - length if right else 0, length
+
+
+@_jit
+def _put_diagonals(diagonals, k_lo, k_hi, super_right, sub_right, matrix):
+    """Writes diagonals k_lo..k_hi, rows of ``diagonals`` (D, length), into ``matrix``."""
+    for d in range(k_lo, k_hi + 1):
+        i0, j0, start, length = _span(matrix.shape[0], matrix.shape[1], diagonals.shape[1], d,
+                                      super_right, sub_right)
+        for t in range(length):
+            matrix[i0 + t, j0 + t] = diagonals[k_hi - d, start + t]
 
 
 @_jit
@@ -43,29 +54,19 @@ def band_part(x, num_lower, num_upper, out):
 def matrix_diag(diagonals, k_lo, k_hi, padding, super_right, sub_right, out):
     """out[b] (rows x cols): diagonals k_lo..k_hi taken from diagonals[b] (D, length), the rest
     ``padding[0]``."""
-    rows, cols = out.shape[1], out.shape[2]
-    longest = diagonals.shape[2]
     for b in range(out.shape[0]):
         out[b] = padding[0]
-        for d in range(k_lo, k_hi + 1):
-            length = diagonal_length(rows, cols, d)
-            start = _offset(length, longest, d, super_right, sub_right)
-            i0, j0 = max(-d, 0), max(d, 0)
-            for t in range(length):
-                out[b, i0 + t, j0 + t] = diagonals[b, k_hi - d, start + t]
+        _put_diagonals(diagonals[b], k_lo, k_hi, super_right, sub_right, out[b])
 
 
 @_jit
 def matrix_diag_part(x, k_lo, k_hi, padding, super_right, sub_right, out):
     """out[b] (D, length): diagonals k_lo..k_hi of x[b], padded with ``padding[0]``."""
-    rows, cols = x.shape[1], x.shape[2]
-    longest = out.shape[2]
     for b in range(x.shape[0]):
         out[b] = padding[0]
         for d in range(k_lo, k_hi + 1):
-            length = diagonal_length(rows, cols, d)
-            start = _offset(length, longest, d, super_right, sub_right)
-            i0, j0 = max(-d, 0), max(d, 0)
+            i0, j0, start, length = _span(x.shape[1], x.shape[2], out.shape[2], d, super_right,
+                                          sub_right)
             for t in range(length):
                 out[b, k_hi - d, start + t] = x[b, i0 + t, j0 + t]
 
@@ -73,13 +74,6 @@ def matrix_diag_part(x, k_lo, k_hi, padding, super_right, sub_right, out):
 @_jit
 def matrix_set_diag(x, diagonals, k_lo, k_hi, super_right, sub_right, out):
     """out[b] = x[b] with diagonals k_lo..k_hi replaced by those in diagonals[b] (D, length)."""
-    rows, cols = x.shape[1], x.shape[2]
-    longest = diagonals.shape[2]
     out[:] = x
     for b in range(x.shape[0]):
-        for d in range(k_lo, k_hi + 1):
-            length = diagonal_length(rows, cols, d)
-            start = _offset(length, longest, d, super_right, sub_right)
-            i0, j0 = max(-d, 0), max(d, 0)
-            for t in range(length):
-                out[b, i0 + t, j0 + t] = diagonals[b, k_hi - d, start + t]
+        _put_diagonals(diagonals[b], k_lo, k_hi, super_right, sub_right, out[b])

@@ -8,7 +8,11 @@ module file so that Numba's disk cache applies):
 * ``loop_as / loop_sa`` -- for binary ops, flat loops of a contiguous array with a scalar, which
   Numba vectorises (a broadcasting ufunc loop with a stride-0 operand is several times slower).
 
-The compiler reuses the scalar functions inside its fused loops.
+Numba has no float16 on the CPU, so float16 gets no kernels of its own: ``ufunc(name,
+"float16")`` runs the float32 ufunc on the inputs (widened exactly) and rounds each result to
+float16, which is how float16 arithmetic is computed on a CPU (and by TF's CPU kernels).
+
+The compiler reuses the scalar functions inside its fused loops (for every dtype but float16).
 """
 import math
 from dataclasses import dataclass
@@ -18,11 +22,16 @@ import numpy as np
 from ops.codegen import load_source
 from ops.kernel_cache import njit
 
-FLOATS = ("float32", "float64")
-INTS = ("int8", "int16", "int32", "int64", "uint8")
+FLOATS = ("float16", "float32", "float64")
+SINGLE_AND_DOUBLE = ("float32", "float64")
+INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 NUMERIC = INTS + FLOATS
 BOOL = ("bool",)
 ALL = BOOL + NUMERIC
+WIDENED = {"float16": "float32"}   # dtypes without kernels of their own: computed in another
+# Ops that TF computes in two steps, the first's result rounded to the op's dtype: so are they
+# in a WIDENED dtype (floor(x / y) can differ by 1 if x / y is not rounded first).
+_ROUNDED_STEPS = {"floordiv": ("divide", "floor"), "squared_difference": ("subtract", "square")}
 
 _jit = njit(error_model="numpy")
 
@@ -136,7 +145,7 @@ def round_half_to_even(x):
 @_jit
 def relu(x):
     if x <= 0:
-        return 0
+        return type(x)(0)   # a literal 0 would make the uint64 result float64, and inexact
     return x   # x > 0, or NaN, which propagates as in TF
 
 
@@ -450,9 +459,10 @@ SCALAR_OPS = {
     **_table(1, FLOATS, "sqrt rsqrt reciprocal exp expm1 log log1p tanh sigmoid softplus sin cos "
                         "floor ceil round_half_to_even"),
     **_table(1, BOOL, "logical_not"),
-    **_table(1, FLOATS, "erf erfc erfinv lgamma digamma"),
+    **_table(1, FLOATS, "erf erfc lgamma digamma"),
+    **_table(1, SINGLE_AND_DOUBLE, "erfinv"),
     **_table(1, FLOATS, "is_nan is_inf is_finite", bool_output=True),
-    **_table(2, FLOATS, "polygamma"),
+    **_table(2, SINGLE_AND_DOUBLE, "polygamma"),
     **_table(2, NUMERIC, "add subtract multiply floordiv floormod power maximum minimum "
                          "squared_difference"),
     **_table(2, FLOATS, "divide"),
@@ -473,6 +483,8 @@ def _kernel_source(op):
         f"from ops.elementwise import {op.name} as f",
     ]
     for dtype in op.dtypes:  # one ufunc per dtype: NumPy's loop search can never pick another
+        if dtype in WIDENED:
+            continue
         lines += ["", "", "@vectorize", f"def ufunc_{dtype}({args}):",
                   f"    return f({args})"]
     if op.arity == 2:
@@ -496,10 +508,15 @@ def kernels(name):
 
 
 def ufunc(name, dtype):
-    """The NumPy ufunc computing op ``name`` on inputs of ``dtype`` (a NumPy dtype name)."""
+    """The NumPy ufunc computing op ``name`` on inputs of ``dtype`` (a NumPy dtype name); for
+    float16, a ``WidenedUfunc``."""
     op = SCALAR_OPS[name]
     if dtype not in op.dtypes:
         raise TypeError(f"{name} does not support dtype {dtype}; it supports {op.dtypes}.")
+    if dtype in WIDENED:
+        first, then = _ROUNDED_STEPS.get(name, (name, None))
+        return WidenedUfunc(ufunc(first, WIDENED[dtype]), np.dtype(dtype), op.bool_output,
+                            None if then is None else ufunc(then, dtype))
     dufunc = getattr(kernels(name), "ufunc_" + dtype)
     if not dufunc.ufunc.types:
         arg = _numba_name(dtype)
@@ -511,3 +528,25 @@ def ufunc(name, dtype):
 
 def _numba_name(dtype):
     return "boolean" if dtype == "bool" else dtype
+
+
+class WidenedUfunc:
+    """An elementwise op on a dtype without kernels (float16): ``wide``, the op's ufunc for a
+    wider dtype, on the inputs as given (NumPy widens them exactly), each result rounded back to
+    ``dtype`` -- correctly rounded for +, -, *, / and sqrt, since float32 has more than twice
+    float16's precision -- and then given to ``then`` (the op's second step, if any).  A Python
+    float operand is first rounded to ``dtype``, as TF does."""
+
+    def __init__(self, wide, dtype, bool_output, then=None):
+        self.wide = wide
+        self.dtype = dtype
+        self.bool_output = bool_output
+        self.then = then
+
+    def __call__(self, *args):
+        args = [self.dtype.type(a) if type(a) is float else a for a in args]
+        result = self.wide(*args)
+        if self.bool_output:
+            return result
+        result = result.astype(self.dtype)
+        return result if self.then is None else self.then(result)

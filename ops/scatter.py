@@ -8,6 +8,8 @@ one kernel serves every rank.  Indices must have been validated by the caller; t
 still skip (scatters) or refuse with IndexError (gathers) a row outside [0, R) rather than
 touch memory out of bounds.
 """
+from math import prod
+
 import numpy as np
 
 from ops.kernel_cache import njit
@@ -16,13 +18,6 @@ _jit = njit()
 
 UPDATE, ADD, SUB, MAX, MIN = 0, 1, 2, 3, 4
 MODES = {"update": UPDATE, "add": ADD, "sub": SUB, "max": MAX, "min": MIN}
-
-
-def _prod(dims):
-    n = 1
-    for d in dims:
-        n *= d
-    return n
 
 
 def _movable(x):
@@ -36,12 +31,14 @@ def _movable(x):
 # ---- kernels ---------------------------------------------------------------------------------
 @_jit
 def gather_rows_kernel(params, rows, out):
-    """out[t, m, :] = params[t, rows[t, m], :]; params (T, R, B), rows (T, M), out (T, M, B)."""
+    """out[t, m, :] = params[t, rows[t, m], :]; params (T, R, B), rows (T, M) -- or (1, M):
+    the same rows for every t --, out (T, M, B)."""
     T, R, B = params.shape
     M = rows.shape[1]
     for t in range(T):
+        rows_t = rows[t % rows.shape[0]]
         for m in range(M):
-            r = rows[t, m]
+            r = rows_t[m]
             if r < 0 or r >= R:
                 raise IndexError("gather_nd: row out of range")
             src = params[t, r]
@@ -55,13 +52,15 @@ def scatter_rows_kernel(updates, rows, mode, out):
     """out[t, rows[t, m], :] (mode)= updates[t, m, :] in order of m, for ``mode`` UPDATE (the
     last update of a row wins), ADD, SUB, MAX or MIN; rows outside [0, R) are skipped.
 
-    updates (T, M, B); rows (T, M); out (T, R, B), updated in place.
+    updates (T, M, B); rows (T, M), or (1, M) for the same rows for every t; out (T, R, B),
+    updated in place.
     """
     T, R, B = out.shape
     M = rows.shape[1]
     for t in range(T):
+        rows_t = rows[t % rows.shape[0]]
         for m in range(M):
-            r = rows[t, m]
+            r = rows_t[m]
             if r < 0 or r >= R:
                 continue
             src = updates[t, m]
@@ -83,37 +82,6 @@ def scatter_rows_kernel(updates, rows, mode, out):
                 for b in range(B):
                     if src[b] < dst[b]:
                         dst[b] = src[b]
-
-
-@_jit
-def masked_select_kernel(x, mask, out):
-    """out[a, j, :] = x[a, i, :] for the j-th i where mask[i]; x (A, N, B), out (A, count, B)."""
-    A, N, B = x.shape
-    for a in range(A):
-        j = 0
-        for i in range(N):
-            if mask[i]:
-                src = x[a, i]
-                dst = out[a, j]
-                for b in range(B):
-                    dst[b] = src[b]
-                j += 1
-
-
-@_jit
-def masked_place_kernel(values, mask, out):
-    """The adjoint of masked_select: out[a, i, :] = values[a, j, :] for the j-th i where
-    mask[i]; out (A, N, B) holds zeros elsewhere (pre-filled by the caller)."""
-    A, N, B = out.shape
-    for a in range(A):
-        j = 0
-        for i in range(N):
-            if mask[i]:
-                src = values[a, j]
-                dst = out[a, i]
-                for b in range(B):
-                    dst[b] = src[b]
-                j += 1
 
 
 @_jit
@@ -166,11 +134,11 @@ def gather_nd(params, indices, batch_dims=0):
     indices = np.asarray(indices)
     K = indices.shape[-1]
     batch = params.shape[:batch_dims]
-    T = _prod(batch)
-    R = _prod(params.shape[batch_dims:batch_dims + K])
+    T = prod(batch)
+    R = prod(params.shape[batch_dims:batch_dims + K])
     tail = params.shape[batch_dims + K:]
-    B = _prod(tail)
-    M = _prod(indices.shape[batch_dims:-1])
+    B = prod(tail)
+    M = prod(indices.shape[batch_dims:-1])
     rows = flat_rows(indices, params.shape[batch_dims:batch_dims + K]).reshape(T, M)
     source = _movable(np.asarray(params, order="C")).reshape(T, R, B)
     if source.dtype == object:   # strings: NumPy's indexing
@@ -192,10 +160,10 @@ def scatter_nd(indices, updates, tensor, mode, batch_dims=0):
     tensor = np.asarray(tensor)
     indices = np.asarray(indices)
     K = indices.shape[-1]
-    T = _prod(tensor.shape[:batch_dims])
-    R = _prod(tensor.shape[batch_dims:batch_dims + K])
-    B = _prod(tensor.shape[batch_dims + K:])
-    M = _prod(indices.shape[batch_dims:-1])
+    T = prod(tensor.shape[:batch_dims])
+    R = prod(tensor.shape[batch_dims:batch_dims + K])
+    B = prod(tensor.shape[batch_dims + K:])
+    M = prod(indices.shape[batch_dims:-1])
     copy_only = mode == UPDATE
     work = np.float32 if tensor.dtype == np.float16 and not copy_only else tensor.dtype
     out = np.array(tensor, dtype=work, order="C")
@@ -209,7 +177,12 @@ def scatter_nd(indices, updates, tensor, mode, batch_dims=0):
 
 
 def _mask_blocks(shape, axis, mask):
-    return _prod(shape[:axis]), _prod(mask.shape), _prod(shape[axis + mask.ndim:])
+    return prod(shape[:axis]), prod(mask.shape), prod(shape[axis + mask.ndim:])
+
+
+def _true_rows(mask):
+    """The row numbers where ``mask`` is true, as the (1, count) rows of every batch entry."""
+    return np.flatnonzero(mask).astype(np.int64).reshape(1, -1)
 
 
 def boolean_mask(x, mask, axis):
@@ -218,14 +191,15 @@ def boolean_mask(x, mask, axis):
     x = np.asarray(x)
     mask = np.asarray(mask, dtype=np.bool_)
     A, N, B = _mask_blocks(x.shape, axis, mask)
-    count = int(np.count_nonzero(mask))
+    rows = _true_rows(mask)
+    count = rows.shape[1]
     source = _movable(np.asarray(x, order="C")).reshape(A, N, B)
     if source.dtype == object:   # strings: NumPy's indexing
-        out = source[:, mask.reshape(N)]
+        out = source[:, rows[0]]
     else:
         out = np.empty((A, count, B), source.dtype)
         if out.size:
-            masked_select_kernel(source, mask.reshape(N), out)
+            gather_rows_kernel(source, rows, out)
     return out.view(x.dtype).reshape(x.shape[:axis] + (count,) + x.shape[axis + mask.ndim:])
 
 
@@ -235,17 +209,18 @@ def boolean_mask_grad(values, mask, shape, axis):
     values = np.asarray(values)
     mask = np.asarray(mask, dtype=np.bool_)
     A, N, B = _mask_blocks(shape, axis, mask)
+    rows = _true_rows(mask)
     source = _movable(np.asarray(values, order="C"))
     out = np.zeros((A, N, B), source.dtype)
-    if out.size:
-        masked_place_kernel(source.reshape(A, -1, B), mask.reshape(N), out)
+    if out.size and rows.size:
+        scatter_rows_kernel(source.reshape(A, -1, B), rows, UPDATE, out)
     return out.view(values.dtype).reshape(shape)
 
 
 def take_along_axis(x, indices, axis):
     """np.take_along_axis with indices in [0, x.shape[axis]) (checked by the caller)."""
     x = np.asarray(x)
-    A, N, B = _prod(x.shape[:axis]), x.shape[axis], _prod(x.shape[axis + 1:])
+    A, N, B = prod(x.shape[:axis]), x.shape[axis], prod(x.shape[axis + 1:])
     K = indices.shape[axis]
     source = _movable(np.asarray(x, order="C"))
     out = np.empty((A, K, B), source.dtype)
@@ -259,7 +234,7 @@ def put_along_axis_add(values, indices, shape, axis):
     """The adjoint of take_along_axis: zeros of ``shape`` with ``values`` added at
     ``indices`` along ``axis`` (repeated indices accumulate)."""
     values = np.asarray(values)
-    A, N, B = _prod(shape[:axis]), shape[axis], _prod(shape[axis + 1:])
+    A, N, B = prod(shape[:axis]), shape[axis], prod(shape[axis + 1:])
     K = values.shape[axis]
     work = np.float32 if values.dtype == np.float16 else values.dtype
     out = np.zeros((A, N, B), work)

@@ -7,6 +7,8 @@ errors).  A value replaces a segment's running maximum unless it is smaller (so 
 it, and the next number replaces the NaN), which gives TF's results for NaNs; minima likewise.
 float16 data is reduced in float32.
 """
+from math import prod
+
 import numpy as np
 
 from ops.kernel_cache import njit
@@ -15,13 +17,6 @@ _jit = njit()
 
 SUM, PROD, MAX, MIN = 0, 1, 2, 3
 REDUCTIONS = {"sum": SUM, "prod": PROD, "max": MAX, "min": MIN}
-
-
-def _prod(dims):
-    n = 1
-    for d in dims:
-        n *= d
-    return n
 
 
 # ---- kernels ---------------------------------------------------------------------------------
@@ -104,7 +99,7 @@ def segment_reduce(data, segment_ids, num_segments, reduction):
     data = np.asarray(data)
     segment_ids = np.asarray(segment_ids, order="C")
     tail = data.shape[segment_ids.ndim:]
-    M, B = segment_ids.size, _prod(tail)
+    M, B = segment_ids.size, prod(tail)
     work = np.float32 if data.dtype == np.float16 else data.dtype
     out = np.full((num_segments, B), identity(reduction, data.dtype), work)
     counts = np.zeros(num_segments, np.int64)

@@ -7,18 +7,13 @@ TF gives ties) and put NaNs after every number, or before every number when desc
 Floating-point keys of float16 are sorted as float32 (exactly: the conversion keeps the order),
 bools as uint8.
 """
+from math import prod
+
 import numpy as np
 
 from ops.kernel_cache import njit
 
 _jit = njit()
-
-
-def _prod(dims):
-    n = 1
-    for d in dims:
-        n *= d
-    return n
 
 
 def _sortable(x):
@@ -182,7 +177,7 @@ def sort_order(x, axis, descending):
     x: ndarray of a real or bool dtype, rank >= 1; axis normalised to [0, x.ndim).
     """
     x = np.asarray(_sortable(np.asarray(x)), order="C")
-    A, N, B = _prod(x.shape[:axis]), x.shape[axis], _prod(x.shape[axis + 1:])
+    A, N, B = prod(x.shape[:axis]), x.shape[axis], prod(x.shape[axis + 1:])
     order = np.empty((A, N, B), np.int64)
     if order.size:
         sort_kernel(x.reshape(A, N, B), bool(descending), order)
@@ -202,7 +197,7 @@ def top_k(x, k):
         order = np.asarray(sort_order(x, x.ndim - 1, True)[..., :k], order="C")
     else:
         n = x.shape[-1]
-        rows = _prod(x.shape[:-1])
+        rows = prod(x.shape[:-1])
         order = np.empty((rows, k), np.int64)
         if order.size:
             top_k_kernel(np.asarray(_sortable(x), order="C").reshape(rows, n), k, order)
@@ -227,7 +222,7 @@ def searchsorted(sequence, values, right, out_dtype=np.int32):
     sequence = np.asarray(sequence)
     values = np.asarray(values)
     N, M = sequence.shape[-1], values.shape[-1]
-    R = _prod(values.shape[:-1])
+    R = prod(values.shape[:-1])
     seq2 = np.asarray(_sortable(sequence), order="C").reshape(R, N)
     val2 = np.asarray(_sortable(values), order="C").reshape(R, M)
     out = np.empty((R, M), out_dtype)

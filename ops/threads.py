@@ -157,8 +157,8 @@ class _Pool:
                 self.results[k] = (True, part(lo, hi))
             except BaseException as error:  # noqa: BLE001 - handed to the caller
                 self.results[k] = (False, error)
-            # The part's closure holds the caller's arrays: keeping it while idle would make
-            # them look shared (see Variable._value_unshared).
+            # The part's closure holds the caller's arrays: drop it now rather than keep them
+            # alive while the thread waits for its next job.
             del job, part
 
     def post(self, k, job):

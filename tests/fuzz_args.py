@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import hybridtf as tf
+from image_files import bmp_bytes, png_bytes
 
 NAN, INF = math.nan, math.inf
 FLOATS = [0.0, -0.0, 1.0, -1.0, 0.5, 2.5, -3.5, 7.0, 1e-30, 1e20, -1e20, 3e38, -3e38, 1e300,
@@ -100,9 +101,10 @@ def _shape_for(draw, ctx, param):
     """A shape for ``param``'s tensor: usually one that fits the base shape."""
     base = ctx.shape
     channels = base[-1] if base else 1
+    image = base[:4] if len(base) >= 3 else base + (draw(st.integers(1, 3)),) * (3 - len(base))
     derived = {"filters": (draw(st.integers(1, 2)), draw(st.integers(1, 2)), channels,
                            draw(st.integers(1, 2))),
-               "bias": (channels,),
+               "bias": (channels,), "image": image, "images": image,
                "labels": base[:-1] if draw(st.booleans()) else base,
                "segment_ids": base[:draw(st.integers(0, len(base)))]}
     choice = draw(st.integers(0, 9))
@@ -276,13 +278,101 @@ def _choices(*values):
     return lambda ctx, param: mostly(st.sampled_from(values), junk)
 
 
+# ---- files and records --------------------------------------------------------------------------
+_PIXELS = np.arange(2 * 3 * 4, dtype=np.uint8).reshape(2, 3, 4) * 10
+IMAGE_FILES = [
+    png_bytes(_PIXELS[:, :, :1], 0, 8), png_bytes(_PIXELS[:, :, :3], 2, 8),
+    png_bytes(_PIXELS, 6, 8), png_bytes(_PIXELS[:, :, :2].astype(np.uint16) * 257, 4, 16),
+    png_bytes(_PIXELS[:, :, :3], 2, 8, interlace=True),
+    bmp_bytes(_PIXELS[:, :, :3], 24), bmp_bytes(_PIXELS, 32)]
+
+
+@st.composite
+def image_files(draw, ctx, param="contents"):
+    """An encoded image (PNG, BMP), mostly as a scalar string tensor: whole, truncated, with
+    bytes flipped, or junk."""
+    data = draw(st.sampled_from(IMAGE_FILES))
+    choice = draw(st.integers(0, 9))
+    if choice < 4:
+        pass
+    elif choice < 6:
+        data = data[:draw(st.integers(0, len(data) - 1))]
+    elif choice < 8:
+        position = draw(st.integers(0, len(data) - 1))
+        data = data[:position] + bytes([data[position] ^ draw(st.integers(1, 255))]) + \
+            data[position + 1:]
+    else:
+        return draw(tensor_args(ctx, param))
+    return tf.constant(data) if draw(st.integers(0, 3)) else data
+
+
+_FIELDS = ["1", "-2", "2.5", "", "NA", "x", '"a,b"', '"q""q"', '"open', 'a"b', "1e3", "inf",
+           "99999999999", " 3 "]
+
+
+@st.composite
+def csv_records(draw, ctx, param="records"):
+    """CSV records (a string tensor of the base shape, or a scalar), or any tensor argument."""
+    if draw(st.integers(0, 4)) == 0:
+        return draw(tensor_args(ctx, param))
+    shape = ctx.shape if draw(st.booleans()) else ()
+    count = int(np.prod(shape, dtype=np.int64))
+    fields = st.lists(st.sampled_from(_FIELDS), min_size=1, max_size=3).map(
+        lambda f: ",".join(f).encode())
+    records = draw(st.lists(fields, min_size=count, max_size=count))
+    return tf.constant(np.array(records + [None], object)[:-1].reshape(shape))
+
+
+_DEFAULTS = [[0], [0.0], [""], tf.constant([], tf.int32), tf.constant([], tf.string),
+             tf.constant(0, tf.int64), [1.5], [[0]], tf.constant([0, 1]), [True], None]
+
+
+@st.composite
+def record_defaults(draw, ctx, param="record_defaults"):
+    if draw(st.integers(0, 5)) == 0:
+        return draw(st.one_of(junk, tensor_args(ctx, param)))
+    return draw(st.lists(st.sampled_from(_DEFAULTS), min_size=0, max_size=3))
+
+
+@st.composite
+def box_sides(draw, ctx, param="offset_height"):
+    """A crop box's offset (0 or 1) or extent (1 or 2), which fit a small image, or any size."""
+    low = 0 if param.startswith("offset") else 1
+    return draw(mostly(st.integers(low, low + 1).flatmap(_as_int_kinds), sizes(ctx, param),
+                       share=2))
+
+
+@st.composite
+def fractions(draw, ctx, param="central_fraction"):
+    """A fraction in (0, 1], or any scalar argument."""
+    return draw(mostly(st.floats(0.05, 1.0), scalar_tensors(ctx, param), share=2))
+
+
+@st.composite
+def sizes_or_shapes(draw, ctx, param="size"):
+    """A [height, width] pair (resize's size), or any shape argument."""
+    pair = st.lists(st.integers(1, 4), min_size=2, max_size=2)
+    return draw(mostly(pair.flatmap(lambda p: st.sampled_from([p, tf.constant(p)])),
+                       shapes(ctx, param), share=1))
+
+
+@st.composite
+def seeds(draw, ctx, param="seed"):
+    """An op seed (an int), or a stateless seed (a pair of ints), or hostile."""
+    if draw(st.booleans()):
+        return draw(sizes(ctx, param))
+    pair = draw(st.lists(st.integers(-3, 3), min_size=2, max_size=2))
+    return draw(st.sampled_from([pair, tf.constant(pair), tf.constant(pair, tf.int64),
+                                 pair + [1], tf.constant(pair, tf.float32)]))
+
+
 # ---- the parameter table ------------------------------------------------------------------------
 BOOL_FLAGS = st.sampled_from([True, False, True, False, 0, 1, None, "yes", np.bool_(True), 2])
 _SINK = io.StringIO()
 
 PARAMS = {
     "axis": axes, "batch_dims": axes, "perm": perms, "axes": tensordot_axes,
-    "shape": shapes, "dims": shapes, "multiples": shapes, "begin": shapes, "size": shapes,
+    "shape": shapes, "dims": shapes, "multiples": shapes, "begin": shapes, "size": sizes_or_shapes,
     "batch_shape": shapes, "noise_shape": shapes, "filter_sizes": shapes, "input_sizes": shapes,
     "ksize": shapes, "strides": shapes, "dilations": shapes,
     "paddings": paddings, "num_or_size_splits": split_sizes,
@@ -293,7 +383,7 @@ PARAMS = {
     "clip_value_min": scalar_tensors, "clip_value_max": scalar_tensors, "mean": scalar_tensors,
     "stddev": scalar_tensors, "minval": scalar_tensors, "maxval": scalar_tensors,
     "start": scalar_tensors, "limit": scalar_tensors, "delta": scalar_tensors,
-    "rate": scalar_tensors, "alpha": scalar_tensors, "seed": sizes,
+    "rate": scalar_tensors, "alpha": scalar_tensors, "seed": seeds,
     "dtype": lambda ctx, param: st.sampled_from(DTYPE_ARGS),
     "out_type": lambda ctx, param: st.sampled_from(DTYPE_ARGS),
     "output_type": lambda ctx, param: st.sampled_from(DTYPE_ARGS),
@@ -304,9 +394,24 @@ PARAMS = {
     "mode": _choices("CONSTANT", "REFLECT", "SYMMETRIC", "reflect", "WRAP"),
     "sep": _choices(" ", "", ", "), "end": _choices("\n", ""),
     "output_stream": lambda ctx, param: st.just(_SINK),
+    # tf.image and tf.io
+    "contents": image_files, "channels": sizes, "ratio": sizes, "compression": sizes, "k": sizes,
+    "offset_height": box_sides, "offset_width": box_sides, "target_height": box_sides,
+    "target_width": box_sides,
+    "central_fraction": fractions, "contrast_factor": scalar_tensors,
+    "acceptable_fraction": scalar_tensors,
+    "method": _choices("bilinear", "nearest", "bicubic", "area", "lanczos3", "lanczos5",
+                       "gaussian", "mitchellcubic", "BILINEAR", "cubic"),
+    "dct_method": _choices("", "INTEGER_FAST", "INTEGER_ACCURATE", "bogus"),
+    "records": csv_records, "record_defaults": record_defaults,
+    "field_delim": _choices(",", ";", "\t", "ab", "", b","),
+    "na_value": _choices("", "NA", b"x"),
+    "select_cols": _choices(None, [0], [0, 1], [1, 0], [-1], [0, 5], []),
 }
 for _flag in ("keepdims", "exclusive", "reverse", "transpose_a", "transpose_b", "adjoint_a",
-              "adjoint_b", "a_is_sparse", "b_is_sparse", "conjugate", "validate_indices"):
+              "adjoint_b", "a_is_sparse", "b_is_sparse", "conjugate", "validate_indices",
+              "saturate", "preserve_aspect_ratio", "antialias", "expand_animations",
+              "use_quote_delim", "fancy_upscaling", "try_recover_truncated"):
     PARAMS[_flag] = lambda ctx, param: BOOL_FLAGS
 
 

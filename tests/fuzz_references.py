@@ -374,6 +374,20 @@ def _where(condition, x=None, y=None, **_):
     return np.where(condition, x, y)
 
 
+# ---- images -------------------------------------------------------------------------------------
+def _image(image):
+    """An image argument as TF takes it: 3-D [h, w, c] or 4-D [n, h, w, c]."""
+    image = np.asarray(image)
+    if image.ndim not in (3, 4):
+        raise ValueError("not an image")
+    return image
+
+
+def _rot90(image, k=1, **_):
+    k, = _ints(k)
+    return np.rot90(_image(image), k, axes=(-3, -2))
+
+
 REFERENCES = {
     **{name: _binary(f) for name, f in BINARY.items()},
     **{name: _unary(f) for name, f in UNARY.items()},
@@ -414,6 +428,9 @@ REFERENCES = {
     "softmax_cross_entropy_with_logits": _xent,
     "sparse_softmax_cross_entropy_with_logits": _sparse_xent,
     "sigmoid_cross_entropy_with_logits": _sigmoid_xent, "bias_add": _bias_add,
+    "flip_left_right": lambda image, **_: np.flip(_image(image), -2),
+    "flip_up_down": lambda image, **_: np.flip(_image(image), -3),
+    "rot90": _rot90,
 }
 
 # Tensor operators: the function each one calls, with its operands in order.

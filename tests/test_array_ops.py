@@ -591,6 +591,12 @@ def test_one_hot_out_of_range_gives_a_row_of_off_values():
                                                 [-1, 1, -1]])
 
 
+def test_one_hot_of_float16():
+    out = tf.one_hot([0, 2, -1], 3, on_value=0.1, off_value=-2.5, dtype=tf.float16)
+    _check(out, np.where(np.eye(3, dtype=bool)[[0, 2, 0]] & [[1], [1], [0]], np.float16(0.1),
+                         np.float16(-2.5)))
+
+
 def test_one_hot_dtype_follows_on_and_off_values():
     # TF: without dtype, the dtype of on_value/off_value (Python ints are int32).
     assert tf.one_hot([0, 1], 2, on_value=5, off_value=0).dtype == tf.int32
@@ -706,6 +712,33 @@ def test_range_dtype_rules(args, kwargs, expected):
 def test_range_of_tensors_takes_their_dtype():
     _check(tf.range(tf.constant(4, tf.int64)), np.arange(4, dtype=np.int64))
     _check(tf.range(tf.constant(0.0, tf.float64), 1.0, 0.5), np.array([0.0, 0.5]))
+
+
+def test_range_of_python_ints_beyond_int32_is_int64():
+    _check(tf.range(2**31, 2**31 + 2), np.array([2**31, 2**31 + 1], np.int64))
+
+
+def test_range_too_large_for_memory_is_resource_exhausted_before_allocating():
+    @tf.function
+    def traced(n):
+        return tf.range(n)
+
+    too_large = r"range: OOM when allocating a tensor of shape \[1099511627776\] and type int64"
+    for make in (lambda: tf.range(2**40), lambda: tf.range(0, 2**40, 1, dtype=tf.int64),
+                 lambda: traced(tf.constant(2**40, tf.int64))):
+        with pytest.raises(tf.errors.ResourceExhaustedError, match=too_large + r".*TiB"):
+            make()
+
+
+@pytest.mark.parametrize("args, message", [
+    ((0.0, float("inf")), r"\(limit - start\) / delta = inf"),
+    ((0.0, float("nan")), "must not be NaN"),
+    ((0.0, 1e30, 1e-30), r"\(limit - start\) / delta = 1e\+60"),
+    ((0, 5, 0), "delta must not be zero"),
+])
+def test_range_bounds_that_give_no_length_are_invalid(args, message):
+    with pytest.raises(IAE, match="range: .*" + message):
+        tf.range(*args)
 
 
 def test_creation_errors():

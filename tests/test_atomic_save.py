@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 import hybridtf as tf
-from hybridtf.saved_model import array_file, atomic
+from hybridtf.framework import atomic_files
+from hybridtf.saved_model import array_file
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 WORKER = pathlib.Path(__file__).resolve().parent / "save_kill_worker.py"
@@ -73,35 +74,35 @@ def _dead_pid():
 
 
 def _token(pid, host=None):
-    return f"{host or atomic._this_host()}-{pid}-0123abcd"
+    return f"{host or atomic_files._this_host()}-{pid}-0123abcd"
 
 
 def test_only_provably_stale_temporaries_are_removed(tmp_path):
     path = tmp_path / "w.bin"
-    other_host = "0" * 8 if atomic._this_host() != "0" * 8 else "1" * 8
-    with atomic.live_save() as live:
+    other_host = "0" * 8 if atomic_files._this_host() != "0" * 8 else "1" * 8
+    with atomic_files.live_save() as live:
         tokens = {"dead process": _token(_dead_pid()), "this process, done": _token(os.getpid()),
                   "live process": _token(os.getppid()), "other host": _token(1, other_host),
                   "this process, saving": live}
         for token in tokens.values():
-            pathlib.Path(atomic.temporary_path(path, token)).write_bytes(b"partial")
-        atomic.write_file(path, lambda f: f.write(b"new"))
+            pathlib.Path(atomic_files.temporary_path(path, token)).write_bytes(b"partial")
+        atomic_files.write_file(path, lambda f: f.write(b"new"))
         left = {name for name, token in tokens.items()
-                if os.path.exists(atomic.temporary_path(path, token))}
+                if os.path.exists(atomic_files.temporary_path(path, token))}
     assert left == {"live process", "other host", "this process, saving"}
     assert path.read_bytes() == b"new"
-    assert atomic.is_stale(live)                 # the save is over
+    assert atomic_files.is_stale(live)                 # the save is over
 
 
 def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
     path = tmp_path / "w.bin"
-    atomic.write_file(path, lambda f: f.write(b"old"))
+    atomic_files.write_file(path, lambda f: f.write(b"old"))
 
     def fails(f):
         f.write(b"half")
         raise OSError("disk full")
     with pytest.raises(OSError, match="disk full"):
-        atomic.write_file(path, fails)
+        atomic_files.write_file(path, fails)
     assert path.read_bytes() == b"old"
     assert os.listdir(tmp_path) == ["w.bin"]
 
@@ -134,7 +135,7 @@ def _record_file_operations(monkeypatch):
 def test_a_file_is_durable_before_it_replaces_the_old_one(tmp_path, monkeypatch):
     path = tmp_path / "w.bin"
     events = _record_file_operations(monkeypatch)
-    atomic.write_file(path, lambda f: f.write(b"data"))
+    atomic_files.write_file(path, lambda f: f.write(b"data"))
     kinds = [kind for kind, _ in events]
     assert kinds == ["fsync file", "replace", "fsync dir"], events
     assert events[2][1] == str(tmp_path)
@@ -172,10 +173,10 @@ def test_a_file_system_that_cannot_sync_directories_gets_one_warning(tmp_path, m
             raise OSError(errno.EINVAL, "Invalid argument")
         fsync(fd)
     monkeypatch.setattr(os, "fsync", no_directory_sync)
-    monkeypatch.setattr(atomic, "_warned_directory_sync", False)
+    monkeypatch.setattr(atomic_files, "_warned_directory_sync", False)
     with pytest.warns(UserWarning, match="cannot sync directories") as caught:
-        atomic.write_file(tmp_path / "a", lambda f: f.write(b"1"))
-        atomic.write_file(tmp_path / "b", lambda f: f.write(b"2"))
+        atomic_files.write_file(tmp_path / "a", lambda f: f.write(b"1"))
+        atomic_files.write_file(tmp_path / "b", lambda f: f.write(b"2"))
     assert len([w for w in caught if "cannot sync" in str(w.message)]) == 1
     assert (tmp_path / "b").read_bytes() == b"2"
 
@@ -247,8 +248,8 @@ def test_load_follows_a_save_that_switches_while_it_reads(tmp_path, monkeypatch)
 def test_a_file_system_without_locks_still_saves_with_one_warning(tmp_path, monkeypatch):
     def no_locks(fd, operation):
         raise OSError(errno.ENOLCK, "No locks available")
-    monkeypatch.setattr(atomic.fcntl, "flock", no_locks)
-    monkeypatch.setattr(atomic, "_warned_no_lock", False)
+    monkeypatch.setattr(atomic_files.fcntl, "flock", no_locks)
+    monkeypatch.setattr(atomic_files, "_warned_no_lock", False)
     with pytest.warns(UserWarning, match="has no file locks") as caught:
         _saved_model(tmp_path / "m", 1.0)
         _saved_model(tmp_path / "m", 2.0)

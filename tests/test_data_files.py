@@ -94,6 +94,72 @@ def test_csv_dataset_selects_columns_and_reads_quotes(tmp_path):
         tf.data.experimental.CsvDataset(path, [tf.string], select_cols=[0], exclude_cols=[1])
 
 
+# One record, and the column defaults to read it with.
+CSV_RECORDS = [
+    ('"a,b",2', [[""], [0]]),
+    ('1,"a""b"', [[0], [""]]),
+    ('"NA",2', [[7], [0]]),
+    (" 1 , 2 ", [[0], [0.0]]),
+    ("1,", [[0], [""]]),
+    ("+3,-3", [[0], [0]]),
+    ("1,99999999999", [[0], [0]]),
+    ("1,1_0", [[0], [0]]),
+    ("1,0x10", [[0], [0]]),
+    ("1,abc", [[0], [0.0]]),
+    ("1,,a", [tf.constant([], tf.int32), tf.constant([], tf.float32), [""]]),
+    ("1,2,3", [[0], [0]]),
+    ('1,"ab"c', [[0], [""]]),
+    ('a"b,1', [[""], [""]]),
+    ('"abc,1', [[""], [""]]),
+]
+
+
+def _outcome(read):
+    """The values read, or the error's message without the op's name."""
+    try:
+        return [np.asarray(v).tolist() for v in read()]
+    except tf.errors.InvalidArgumentError as err:
+        return str(err).split(": ", 1)[1]
+
+
+@pytest.mark.parametrize("record,defaults", CSV_RECORDS)
+def test_csv_dataset_parses_as_decode_csv(tmp_path, record, defaults):
+    # TF's quoting rules and messages: a file's records read as tf.io.decode_csv reads them.
+    path = _write(tmp_path / "one.csv", record + "\n")
+    expected = _outcome(lambda: tf.io.decode_csv(record, defaults, na_value="NA"))
+    ds = tf.data.experimental.CsvDataset(path, defaults, na_value="NA")
+    assert _outcome(lambda: next(iter(ds))) == expected
+
+
+def test_csv_dataset_quoted_fields_span_lines_and_must_end(tmp_path):
+    path = _write(tmp_path / "q.csv", 'a,"one\ntwo\r\nthree"\rb,"x"\r\nc,""\n')
+    ds = tf.data.experimental.CsvDataset(path, [tf.string, "empty"])
+    assert list(ds.as_numpy_iterator()) == [(b"a", b"one\ntwo\r\nthree"), (b"b", b"x"),
+                                            (b"c", b"empty")]
+    unended = _write(tmp_path / "unended.csv", 'a,b\nc,"d\ne\n')
+    ds = tf.data.experimental.CsvDataset(unended, [tf.string, tf.string])
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="CsvDataset: Quoted field has to end with quote"):
+        list(ds)
+
+
+def test_make_csv_dataset_reads_with_the_same_parser(tmp_path):
+    path = _write(tmp_path / "a.csv", 'name,count\n"x, y",1_0\n"z",2\n')
+    ds = tf.data.experimental.make_csv_dataset(path, batch_size=2, num_epochs=1,
+                                               shuffle=False)
+    assert ds.element_spec["count"].dtype == tf.string     # 1_0 is no number to TF
+    batch = next(iter(ds))
+    assert batch["name"].numpy().tolist() == [b"x, y", b"z"]
+    assert batch["count"].numpy().tolist() == [b"1_0", b"2"]
+    bad = _write(tmp_path / "bad.csv", 'name,count\n"x"y,1\nz,2\n')
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Quote inside a string"):
+        list(tf.data.experimental.make_csv_dataset(bad, batch_size=2, num_epochs=1,
+                                                   shuffle=False))
+    ds = tf.data.experimental.make_csv_dataset(bad, batch_size=2, num_epochs=1,
+                                               shuffle=False, ignore_errors=True)
+    assert [b["name"].numpy().tolist() for b in ds] == [[b"z"]]
+
+
 def test_make_csv_dataset_infers_types_and_splits_the_label(tmp_path):
     path = _write(tmp_path / "a.csv", CSV)
     ds = tf.data.experimental.make_csv_dataset(path, batch_size=2, label_name="score",

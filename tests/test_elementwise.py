@@ -266,3 +266,133 @@ def test_floor_and_ceil_keep_huge_and_non_finite_values(fn, ref):
     np.testing.assert_array_equal(fn(tf.constant(x)).numpy(), ref(x))
     np.testing.assert_array_equal(tf.function(fn)(tf.constant(x.astype(np.float64))).numpy(),
                                   ref(x.astype(np.float64)))
+
+
+# ---- float16 and the wide unsigned dtypes -------------------------------------------------------
+UNSIGNED = [np.uint16, np.uint32, np.uint64]
+UNSIGNED_OPS = [(tf.add, np.add), (tf.subtract, np.subtract), (tf.multiply, np.multiply),
+                (tf.math.floordiv, np.floor_divide), (tf.math.floormod, np.mod),
+                (tf.maximum, np.maximum), (tf.minimum, np.minimum), (tf.equal, np.equal),
+                (tf.less, np.less), (tf.greater_equal, np.greater_equal)]
+
+
+@pytest.mark.parametrize("dtype", UNSIGNED)
+@given(data=st.data())
+def test_wide_unsigned_ops_keep_dtype_and_every_bit(dtype, data):
+    # Values up to the dtype's max: uint64 ones beyond 2**53 would lose bits through a float.
+    (sx, sy), _ = data.draw(broadcastable_pair())
+    top = np.iinfo(dtype).max
+    x = data.draw(hnp.arrays(dtype, sx, elements=st.integers(0, top)))
+    y = data.draw(hnp.arrays(dtype, sy, elements=st.integers(1, top)))
+    tx, ty = tf.constant(x), tf.constant(y)
+    for fn, ref in UNSIGNED_OPS:
+        out = fn(tx, ty)
+        expected = ref(x, y)
+        assert out.dtype == tf.as_dtype(expected.dtype)
+        np.testing.assert_array_equal(out.numpy(), expected)
+    np.testing.assert_array_equal(tf.nn.relu(tx).numpy(), x)
+    np.testing.assert_array_equal(tf.square(tx).numpy(), x * x)
+    c = x > y[..., :1] if y.ndim else x > y
+    np.testing.assert_array_equal(tf.where(tf.constant(c), tx, tx + 1).numpy(),
+                                  np.where(c, x, x + dtype(1)))
+
+
+FLOAT16_UNARY = ["negative", "abs", "sign", "square", "sqrt", "rsqrt", "reciprocal", "exp",
+                 "expm1", "log", "log1p", "tanh", "sigmoid", "softplus", "sin", "cos", "floor",
+                 "ceil", "round", "relu"]
+FLOAT16_BINARY = ["add", "subtract", "multiply", "divide", "pow", "maximum", "minimum",
+                  "floormod"]
+
+
+def _float16s(shape):
+    return hnp.arrays(np.float16, shape, elements=st.floats(width=16, allow_nan=True))
+
+
+def _rounded(tensor):
+    with np.errstate(all="ignore"):
+        return tensor.numpy().astype(np.float16)
+
+
+@given(data=st.data())
+def test_float16_ops_are_the_float32_ops_rounded_to_float16(data):
+    # Numba has no float16 on the CPU: each op runs in float32, its result rounded (which is
+    # exact float16 arithmetic for +, -, *, / and sqrt).
+    (sx, sy), _ = data.draw(broadcastable_pair())
+    x, y = data.draw(_float16s(sx)), data.draw(_float16s(sy))
+    wide_x, wide_y = tf.constant(x.astype(np.float32)), tf.constant(y.astype(np.float32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # silently, as TF
+        for name in FLOAT16_UNARY:
+            fn = UNARY[name][0]
+            out = fn(tf.constant(x))
+            assert out.dtype == tf.float16
+            np.testing.assert_array_equal(out.numpy(), _rounded(fn(wide_x)))
+        for name in FLOAT16_BINARY:
+            fn = BINARY[name][0]
+            out = fn(tf.constant(x), tf.constant(y))
+            assert out.dtype == tf.float16
+            np.testing.assert_array_equal(out.numpy(), _rounded(fn(wide_x, wide_y)))
+        for fn, ref in COMPARISONS.values():
+            np.testing.assert_array_equal(fn(tf.constant(x), tf.constant(y)).numpy(), ref(x, y))
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(tf.multiply(tf.constant(x), tf.constant(y)).numpy(), x * y)
+
+
+def test_float16_floordiv_and_squared_difference_round_their_first_step_as_tf():
+    # TF computes floor(x / y) and (x - y) ** 2 on float16 values: the quotient (difference) is
+    # rounded to float16 before the floor (square).  The expected values are TF 2.21's.
+    x = tf.constant(np.array([-4.345e-05, 7.0, 0.000198], np.float16))
+    y = tf.constant(np.array([6.093e04, 0.7, -4.15], np.float16))
+    np.testing.assert_array_equal(tf.math.floordiv(x, y).numpy(),
+                                  np.array([-0.0, 10.0, -1.0], np.float16))
+    assert tf.math.squared_difference(x, y).numpy()[2] == np.float16(17.2)
+
+
+def test_float16_with_a_python_float_rounds_the_scalar_first_on_every_path():
+    x = np.random.default_rng(2).normal(size=5000).astype(np.float16)   # above the loop size
+    for values in (x, x[:10]):
+        t = tf.constant(values)
+        expected = (values.astype(np.float32) * np.float32(np.float16(0.1))).astype(np.float16)
+        np.testing.assert_array_equal((t * 0.1).numpy(), expected)
+        np.testing.assert_array_equal((0.1 * t).numpy(), expected)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.uint16, np.uint32, np.uint64])
+def test_traced_ops_on_float16_and_wide_unsigned_match_eager(dtype):
+    def f(x, y):
+        return tf.maximum(x * y, y) // y + tf.nn.relu(x - y)
+
+    x = tf.constant(np.array([3, 7, 250, 9], dtype))
+    y = tf.constant(np.array([2, 4, 5, 9], dtype))
+    out = tf.function(f)(x, y)
+    assert out.dtype == tf.as_dtype(dtype)
+    np.testing.assert_array_equal(out.numpy(), f(x, y).numpy())
+    np.testing.assert_array_equal(out.numpy(), np.array([4, 10, 495, 9], dtype))
+
+
+def test_ops_tf_has_no_float16_kernel_for_say_so():
+    with pytest.raises(TypeError, match="erfinv: x has dtype float16, which this op does not "
+                                        "support; allowed: float32, float64"):
+        tf.math.erfinv(tf.constant([0.5], tf.float16))
+
+
+# (value, dtype) -> TF 2.21's tf.saturate_cast (which has no clip kernel for uint32 and uint64
+# inputs: theirs are the values clamped to the target's range)
+SATURATE_CASTS = [
+    (np.array([1.5, 7e4, -3.0, np.inf], np.float32), tf.uint8, [1, 255, 0, 255]),
+    (np.array([6e4, np.inf, -np.inf, 2.5], np.float16), tf.uint16, [60000, 65504, 0, 2]),
+    (np.array([np.inf, 65504, -np.inf], np.float16), tf.int32, [65504, 65504, -65504]),
+    (np.array([3e9, -3e9, 1.0], np.float32), tf.int32, [2147483520, -2147483648, 1]),
+    (np.array([1e300, -1e300, 0.5]), tf.float32, [3.4028234663852886e38, -3.4028234663852886e38,
+                                                  0.5]),
+    (np.array([2**64 - 1, 5], np.uint64), tf.int64, [2**63 - 1, 5]),
+    (np.array([70000, 2**32 - 1], np.uint32), tf.uint16, [65535, 65535]),
+    (np.array([-5, 300], np.int16), tf.uint8, [0, 255]),
+]
+
+
+@pytest.mark.parametrize("value, dtype, expected", SATURATE_CASTS)
+def test_saturate_cast_clamps_to_bounds_the_input_dtype_can_hold(value, dtype, expected):
+    out = tf.saturate_cast(tf.constant(value), dtype)
+    assert out.dtype == dtype
+    np.testing.assert_array_equal(out.numpy(), np.array(expected, dtype.as_numpy_dtype))

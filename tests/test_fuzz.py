@@ -40,13 +40,14 @@ IN_CHILD = os.environ.get("HYBRIDTF_FUZZ_CHILD") == "1"
 REPORT = os.environ.get("HYBRIDTF_FUZZ_REPORT")
 
 NAMESPACES = [("tf", tf), ("tf.math", tf.math), ("tf.nn", tf.nn), ("tf.linalg", tf.linalg),
-              ("tf.random", tf.random)]
+              ("tf.random", tf.random), ("tf.io", tf.io), ("tf.image", tf.image)]
 # Public functions that are not ops on tensor arguments (each has its own tests).
 NOT_OPS = {
     "tf.cond", "tf.while_loop", "tf.py_function",   # run user callables
     "tf.function", "tf.custom_gradient",              # decorators
     "tf.executing_eagerly",                           # differs inside a function by definition
     "tf.random.set_seed",                             # global state
+    "tf.io.read_file", "tf.io.write_file",            # touch files (tf.io.gfile: a module)
 }
 # Ops whose result is not (always) a tensor: ``==`` and ``!=`` give a Python bool for operands
 # that cannot be compared, as in TF.
@@ -71,7 +72,8 @@ class Op:
         self.params = params          # [(name, required)]
         self.varargs = varargs        # the name of *args, or None
         self.method = method          # Tensor operators: the method's name
-        self.random = name.startswith("tf.random.") or "dropout" in name
+        self.random = name.startswith("tf.random.") or "dropout" in name or \
+            "random_flip" in name
 
     @classmethod
     def from_function(cls, name, fn):
@@ -129,7 +131,8 @@ EXAMPLES_PER_OP = max(4, settings.default.max_examples * 48 // len(OPS))
 TENSOR_PARAMS = {"self", "other", "x", "y", "a", "b", "input", "input_", "input_tensor", "tensor",
                  "value", "values", "inputs", "features", "logits", "labels", "params",
                  "indices", "data", "segment_ids", "t", "condition", "filters", "out_backprop",
-                 "bias", "predictions", "updates", "mask", "arr", "weights"}
+                 "bias", "predictions", "updates", "mask", "arr", "weights", "image", "images",
+                 "contents", "records"}
 
 
 def _is_tensor_param(param):
@@ -429,7 +432,8 @@ STATS = Stats()
 # ---- the tests ----------------------------------------------------------------------------------
 def test_public_ops_are_enumerated():
     assert {"tf.add", "tf.reshape", "tf.nn.conv2d", "tf.math.floormod", "Tensor.__getitem__",
-            "tf.random.uniform", "tf.constant"} <= set(OPS)
+            "tf.random.uniform", "tf.constant", "tf.image.resize", "tf.io.decode_png",
+            "tf.io.decode_csv"} <= set(OPS)
     assert not set(OPS) & NOT_OPS
 
 

@@ -440,7 +440,24 @@ CONVERSIONS = [
     (np.array([0.0, 0.5, 1.0], np.float16), tf.uint8, False, [0, 127, 255]),
     (np.array([0, 0.5, 1.0, 2.0, -1], np.float16), tf.uint8, True, [0, 127, 255, 255, 0]),
     (np.array([0, 300, 65535], np.uint16), tf.int32, True, [0, 9830400, 2147450880]),
+    # float16 products: 0.5 * 65535.5 is inf in float16, saturated at float16's max
+    (np.array([0.5, 1.0], np.float16), tf.uint16, True, [65504, 65504]),
+    (np.array([0.5, 1.0], np.float16), tf.int32, True, [65504, 65504]),
 ]
+
+
+def test_convert_image_dtype_of_uint32_and_uint64_images_keeps_every_bit():
+    # (TF 2.21 has no CPU clip kernel for these dtypes: the values are the exact scaled ones.)
+    image = np.array([2**63, 2**64 - 1, 2**56 - 1], np.uint64)
+    for saturate in (False, True):
+        out = tf.image.convert_image_dtype(image, tf.uint8, saturate=saturate)
+        np.testing.assert_array_equal(out.numpy(), np.array([128, 255, 0], np.uint8))
+        out = tf.image.convert_image_dtype(np.array([0, 2**32 - 1], np.uint32), tf.uint16,
+                                           saturate=saturate)
+        np.testing.assert_array_equal(out.numpy(), np.array([0, 65535], np.uint16))
+    np.testing.assert_array_equal(
+        tf.image.convert_image_dtype(np.array([1, 255], np.uint8), tf.uint64).numpy(),
+        np.array([2**56, 255 * 2**56], np.uint64))
 
 
 @pytest.mark.parametrize("image,dtype,saturate,expected", CONVERSIONS)

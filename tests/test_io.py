@@ -99,6 +99,21 @@ def test_file_ops_run_on_every_call_of_a_function(tmp_path):
     assert read().numpy() == b"and again"
 
 
+def test_a_function_that_writes_files_saves_and_loads(tmp_path):
+    target = tmp_path / "written.txt"
+
+    class Writer(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([], tf.string)])
+        def write(self, contents):
+            tf.io.write_file(str(target), contents)
+            return tf.io.read_file(str(target))
+    tf.saved_model.save(Writer(), str(tmp_path / "model"))
+    loaded = tf.saved_model.load(str(tmp_path / "model"))
+    assert loaded.write(tf.constant(b"from the loaded function")).numpy() == \
+        b"from the loaded function"
+    assert target.read_bytes() == b"from the loaded function"
+
+
 # ---- decode_csv --------------------------------------------------------------------------------
 def _values(tensors):
     return [(t.dtype.name, np.asarray(t).tolist()) for t in tensors]

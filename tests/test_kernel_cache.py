@@ -1,5 +1,5 @@
-"""ops.kernel_cache: kernels cache in hybridtf's cache directory, damaged entries heal, the
-directory is private and bounded.
+"""ops.kernel_cache and ops.cache_directory: kernels cache in hybridtf's cache directory, damaged
+entries heal, the directory is private and bounded.
 
 Damaged caches are loaded in child processes: a crash there (LLVM aborting on bad object code)
 fails the test instead of killing the test run.
@@ -24,7 +24,7 @@ import pytest
 from numba.core.registry import CPUDispatcher
 
 import ops
-from ops import codegen, elementwise, kernel_cache
+from ops import cache_directory, codegen, elementwise, kernel_cache
 from ops.kernel_cache import KernelCacheWarning
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -270,14 +270,14 @@ def test_a_cache_directory_others_can_write_gets_a_warning(tmp_path):
     shared.mkdir()
     shared.chmod(0o777)
     with pytest.warns(KernelCacheWarning, match="chmod 700"):
-        kernel_cache.CacheDirectory(str(shared)).check_private()
+        cache_directory.CacheDirectory(str(shared)).check_private()
     private = tmp_path / "private"
-    kernel_cache.make_private_dirs(str(private / "kernels" / "x"))
+    cache_directory.make_private_dirs(str(private / "kernels" / "x"))
     assert stat.S_IMODE(private.stat().st_mode) == 0o700
     assert stat.S_IMODE((private / "kernels").stat().st_mode) == 0o700
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        kernel_cache.CacheDirectory(str(private)).check_private()
+        cache_directory.CacheDirectory(str(private)).check_private()
 
 
 def test_decorators_refuse_cache_options_and_signatures():
@@ -316,7 +316,7 @@ def test_trim_deletes_least_recently_used_entries_but_not_those_in_use(tmp_path)
             generated / "__pycache__" / "graph_ab.cpython-311.pyc"], 1000, 300)
     _entry([kernels / "m.new-5.py311.nbi", kernels / "m.new-5.py311.1.nbc"], 1000, 10)
     _entry([tmp_path / "not_ours.bin"], 50_000, 1000)   # outside kernels/ and generated/
-    cache = kernel_cache.CacheDirectory(str(tmp_path))
+    cache = cache_directory.CacheDirectory(str(tmp_path))
     cache.use(str(kernels / "m.used-9.py311.nbi"))   # loaded by this process: kept
     assert cache._count() == 9000
 
@@ -332,21 +332,21 @@ def test_trim_deletes_least_recently_used_entries_but_not_those_in_use(tmp_path)
 
 
 def test_the_size_is_counted_once_and_trimmed_only_past_the_limit(tmp_path, monkeypatch):
-    cache = kernel_cache.CacheDirectory(str(tmp_path))
+    cache = cache_directory.CacheDirectory(str(tmp_path))
     counts = []
     entries = cache._entries
     monkeypatch.setattr(cache, "_entries", lambda: counts.append(1) or entries())
-    monkeypatch.setenv(kernel_cache.SIZE_VARIABLE, "10K")
+    monkeypatch.setenv(cache_directory.SIZE_VARIABLE, "10K")
     for i in range(8):
-        kernel_cache.write_file(str(tmp_path / "generated" / f"m{i}.py"), b"x" * 1000, cache)
+        cache_directory.write_file(str(tmp_path / "generated" / f"m{i}.py"), b"x" * 1000, cache)
     assert len(counts) == 1    # the first write counts the directory; later ones add
     for i in range(8, 11):
-        kernel_cache.write_file(str(tmp_path / "generated" / f"m{i}.py"), b"x" * 1000, cache)
+        cache_directory.write_file(str(tmp_path / "generated" / f"m{i}.py"), b"x" * 1000, cache)
     assert len(counts) == 2    # past 10 KiB: trimmed -- the files this process wrote are in use
     assert len(list((tmp_path / "generated").glob("*.py"))) == 11
     monkeypatch.setattr(cache, "_in_use", set())
     for i in range(11, 14):
-        kernel_cache.write_file(str(tmp_path / "generated" / f"m{i}.py"), b"x" * 1000, cache)
+        cache_directory.write_file(str(tmp_path / "generated" / f"m{i}.py"), b"x" * 1000, cache)
     assert cache._count() <= 10 * 1024
 
 
@@ -371,14 +371,14 @@ def test_a_tiny_limit_keeps_the_directory_small_and_the_running_kernels(warm_cac
                                         ("500M", 500 << 20), ("1.5G", 3 << 29),
                                         ("2GiB", 2 << 30), (" 1 T ", 1 << 40)])
 def test_size_limit_setting(text, size, monkeypatch):
-    monkeypatch.setenv(kernel_cache.SIZE_VARIABLE, text)
-    assert kernel_cache.max_size() == size
+    monkeypatch.setenv(cache_directory.SIZE_VARIABLE, text)
+    assert cache_directory.max_size() == size
 
 
 def test_a_bad_size_limit_is_a_clear_error(monkeypatch):
-    monkeypatch.setenv(kernel_cache.SIZE_VARIABLE, "lots")
+    monkeypatch.setenv(cache_directory.SIZE_VARIABLE, "lots")
     with pytest.raises(ValueError, match="HYBRIDTF_CACHE_MAX_SIZE .* such as 1G"):
-        kernel_cache.max_size()
+        cache_directory.max_size()
 
 
 def test_generated_modules_are_written_privately_and_marked_in_use(tmp_path, monkeypatch):
@@ -388,6 +388,6 @@ def test_generated_modules_are_written_privately_and_marked_in_use(tmp_path, mon
     assert path.parent == tmp_path / "cache" / "generated"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
-    cache = kernel_cache.directory(str(tmp_path / "cache"))
+    cache = cache_directory.directory(str(tmp_path / "cache"))
     cache.trim(0)
     assert path.exists()

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import hybridtf as tf
 from hybridtf.saved_model import CorruptSavedModelError
@@ -676,3 +677,15 @@ def test_arrays_go_to_the_store_and_objects_are_refused():
     with pytest.raises(values.UnsavableValueError,
                        match="<object object at 0x[0-9a-f]+> of type object"):
         values.encode([1, object()], lambda a: "k", lambda g: None)
+
+
+@given(hnp.arrays(object, hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=3),
+                  elements=st.binary(max_size=6)))
+def test_string_arrays_are_stored_inline_as_json(array):
+    encoded = values.encode(array, lambda a: pytest.fail("strings never reach the array store"),
+                            lambda g: None)
+    back = values.decode(json.loads(json.dumps(encoded)), None, None)
+    assert back.dtype == object and back.shape == array.shape
+    assert back.tolist() == array.tolist()
+    with pytest.raises(values.UnsavableValueError, match="not a tf.string array"):
+        values.encode(np.array([object()]), lambda a: "k", lambda g: None)

@@ -294,6 +294,15 @@ def test_bincount_errors():
         tf.math.bincount([[1]], axis=1)
 
 
+def test_bincount_of_a_dtype_it_cannot_count_in_is_a_type_error():
+    for dtype in (tf.string, tf.bool):
+        with pytest.raises(TypeError, match=f"bincount: dtype has dtype {dtype.name}, which "
+                                            "this op does not support"):
+            tf.math.bincount(tf.constant([0, 2]), dtype=dtype)
+    half = tf.math.bincount(tf.constant([0, 2, 2]), dtype=tf.float16)
+    assert half.dtype == tf.float16 and half.numpy().tolist() == [1.0, 0.0, 2.0]
+
+
 # ---- confusion_matrix ---------------------------------------------------------------------------
 @st.composite
 def confusion_case(draw):

@@ -10,7 +10,6 @@ the framework module as an argument and run under either):
 
 ``test_records_match_what_tf_writes`` compares hybridtf's records with TF's one by one.
 """
-import io
 import json
 import os
 import pathlib
@@ -27,7 +26,6 @@ from hybridtf.summary import values as summary_values
 from hybridtf.summary.state import STATE
 
 pytest.importorskip("tensorboard", reason="tf.summary writes event files with tensorboard")
-from PIL import Image  # noqa: E402  (a dependency of tensorboard)
 from tensorboard.backend.event_processing import event_file_loader  # noqa: E402
 from tensorboard.backend.event_processing.plugin_event_accumulator import (  # noqa: E402
     EventAccumulator)
@@ -140,7 +138,7 @@ def _tensors(logdir, tag):
 
 
 def _png_pixels(data):
-    return np.asarray(Image.open(io.BytesIO(data)))
+    return tf.io.decode_png(data).numpy()
 
 
 def _assert_same_value(tag, ours, theirs):
@@ -501,6 +499,24 @@ def test_without_tensorboard_import_works_and_writers_say_what_to_install(tmp_pa
                          env=env, timeout=300)
     assert out.returncode == 0, out.stderr
     assert 'pip install "hybridtf[tensorboard]"' in out.stdout
+
+
+def test_image_summaries_need_no_pillow(tmp_path):
+    script = (
+        "import sys\n"
+        "sys.modules['PIL'] = None\n"
+        "import numpy as np\n"
+        "import hybridtf as tf\n"
+        f"writer = tf.summary.create_file_writer({str(tmp_path)!r})\n"
+        "with writer.as_default(step=0):\n"
+        "    tf.summary.image('img', np.full([1, 2, 3, 4], 0.5, np.float32))\n"
+        "writer.close()\n")
+    env = dict(os.environ, PYTHONPATH=str(pathlib.Path(__file__).resolve().parent.parent))
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    ((_, image),) = _tensors(tmp_path, "img")
+    np.testing.assert_array_equal(_png_pixels(image[2]), np.full([2, 3, 4], 127, np.uint8))
 
 
 # ---- histogram buckets and image conversion, as TF computes them ---------------------------------

@@ -87,11 +87,47 @@ def test_convert_to_tensor_checks_requested_dtype():
         tf.convert_to_tensor(None)
 
 
+def test_a_list_of_tensors_converts_to_their_dtype_as_tf_packs_it():
+    c64 = tf.constant(0, tf.int64)
+    cases = [([c64], tf.int64, [0]), ([c64, 1], tf.int64, [0, 1]), ((1, c64), tf.int64, [1, 0]),
+             ([[c64], [2**40]], tf.int64, [[0], [2**40]]),
+             ([tf.constant(2**60 + 1, tf.int64), 1], tf.int64, [2**60 + 1, 1]),
+             ([tf.constant(1.0, tf.float64), 0.5], tf.float64, [1.0, 0.5]),
+             ([tf.Variable(3, dtype=tf.int64), np.int32(4)], tf.int64, [3, 4]),
+             ([tf.constant(0.0, tf.float16), 1e10], tf.float16, [0.0, np.inf]),
+             ([tf.constant(True), False], tf.bool, [True, False]),
+             ([tf.constant("x"), "yz"], tf.string, [b"x", b"yz"])]
+    for value, dtype, expected in cases:
+        t = tf.convert_to_tensor(value)
+        assert t.dtype == dtype and t.numpy().tolist() == expected, (value, t)
+    assert tf.constant([c64]).dtype == tf.int64
+    # An explicit dtype or hint still decides, as in TF.
+    assert tf.convert_to_tensor([c64], dtype=tf.int32).dtype == tf.int32
+    assert tf.convert_to_tensor([c64], dtype_hint=tf.int32).dtype == tf.int32
+
+
+def test_a_list_of_tensors_of_different_dtypes_is_tf_error():
+    c64 = tf.constant(0, tf.int64)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="element 1 has dtype int32, but the first tensor's dtype is int64"):
+        tf.convert_to_tensor([c64, tf.constant(1)])
+    with pytest.raises(TypeError, match="Cannot convert 1.5 to EagerTensor of dtype int64"):
+        tf.convert_to_tensor([c64, 1.5])
+
+
 def test_string_tensors():
     t = tf.constant("a")
     assert t.numpy() == b"a"
     assert str(t) == "tf.Tensor(b'a', shape=(), dtype=string)"
     assert tf.constant(["x", "yz"]).numpy().tolist() == [b"x", b"yz"]
+
+
+def test_empty_values_convert_to_empty_string_tensors():
+    for value, shape in (([], (0,)), ([[]], (1, 0)), ((), (0,)), (np.zeros((0, 2)), (0, 2))):
+        for t in (tf.constant(value, tf.string), tf.convert_to_tensor(value, tf.string)):
+            assert t.dtype == tf.string and t.shape == shape and t.numpy().dtype == object
+    with pytest.raises(TypeError, match="Cannot convert"):
+        tf.constant([1], tf.string)
 
 
 # ---- tensor protocol ---------------------------------------------------------------------------

@@ -5,7 +5,7 @@ import operator
 import numpy as np
 
 from hybridtf.eager.execute import as_tensor, execute, execute1
-from hybridtf.framework import dtypes, fp_errors
+from hybridtf.framework import dtypes
 from hybridtf.framework.constant_op import convert_to_tensor, to_numpy
 from hybridtf.framework.tensor import Tensor
 from hybridtf.registry import Spec, checks
@@ -114,24 +114,19 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001 -
     for what, value in zip(("start", "limit", "delta"), values):
         if np.ndim(value) != 0:
             checks.fail("range", f"{what} must be a scalar, got shape {list(np.shape(value))}.")
-    if float(values[2]) == 0:
-        checks.fail("range", "delta must not be zero.")
     if dtype is None:
         floaty = [np.asarray(v).dtype for v in values
                   if isinstance(v, np.ndarray) or isinstance(v, np.generic)]
         if floaty:
             target = np.result_type(*floaty)
-        else:
-            target = np.float32 if any(isinstance(v, float) for v in values) else np.int32
+        elif any(isinstance(v, float) for v in values):
+            target = np.float32
+        else:   # int32, or int64 for an int beyond int32, as TF converts them
+            target = np.result_type(*[to_numpy(v).dtype for v in values])
     else:
         target = dtypes.as_dtype(dtype).as_numpy_dtype
     _numeric_range_dtype(target)
-    scalars = [np.asarray(v).item() for v in values]
-    token = fp_errors.ignore()   # bounds beyond an integer dtype wrap, as in TF
-    try:
-        return Tensor(np.arange(*scalars).astype(target))
-    finally:
-        fp_errors.restore(token)
+    return Tensor(AR.RANGE.eager(values, {"dtype": target}))
 
 
 def _numeric_range_dtype(np_dtype):

@@ -3,6 +3,7 @@ whose branches / loop parts are nested graphs, so the decision is made each time
 """
 import numpy as np
 
+from hybridtf.api import control_flow_util as util
 from hybridtf.api.tensor_array_ops import TensorArray
 from hybridtf.eager import tape as tape_lib
 from hybridtf.eager.execute import as_tensor, execute
@@ -11,18 +12,12 @@ from hybridtf.framework.tensor import Tensor
 from hybridtf.graph import func_graph
 from hybridtf.graph.func_graph import FuncGraph, GraphTensor
 from hybridtf.graph.function import replay
-from hybridtf.registry import checks
+from hybridtf.registry import Spec, checks
 from hybridtf.registry import control_flow as CF
 
 
 def _is_symbolic(value):
     return isinstance(value, GraphTensor)
-
-
-def _leaf_tensor(value):
-    if isinstance(value, Tensor) or getattr(value, "_is_variable", False):
-        return as_tensor(value)
-    return value
 
 
 # ---- cond ---------------------------------------------------------------------------------------
@@ -41,11 +36,9 @@ def cond(pred, true_fn=None, false_fn=None, name=None):
     parent = pred.graph
     true_graph, true_result = _trace_branch(parent, true_fn, "cond_true")
     false_graph, false_result = _trace_branch(parent, false_fn, "cond_false")
-    try:
-        nest.assert_same_structure(true_result, false_result)
-    except ValueError:
-        raise ValueError(f"cond: true_fn and false_fn must return the same structure, got "
-                         f"{true_result!r} and {false_result!r}.") from None
+    util.check_same_structure(true_result, false_result, f"cond: true_fn and false_fn must "
+                              f"return the same structure, got {true_result!r} and "
+                              f"{false_result!r}.")
     true_flat = nest.flatten(true_result)
     false_flat = nest.flatten(false_result)
     _finish_branch(true_graph, true_flat, false_flat)
@@ -54,15 +47,15 @@ def cond(pred, true_fn=None, false_fn=None, name=None):
         if a._static_dtype != b._static_dtype:
             raise TypeError(f"cond: output {i} of true_fn has dtype {a.dtype.name} but false_fn's "
                             f"has {b.dtype.name}; both branches must return the same dtypes.")
-    variables = _assigned_variables([true_graph, false_graph])
+    variables = util.assigned_variables([true_graph, false_graph])
     for graph in (true_graph, false_graph):
         _append_variable_outputs(graph, variables)
         graph.prune()
-    inputs, maps = _merge_outer_inputs([true_graph, false_graph])
+    inputs, maps = util.merge_outer_inputs([true_graph, false_graph])
     specs = [_merged_spec(a, b) for a, b in zip(true_graph.outputs, false_graph.outputs)]
     stateful = any(n.op.stateful for g in (true_graph, false_graph) for n in g.nodes) or variables
     op = CF.STATEFUL_COND if stateful else CF.COND
-    _tape_variable_reads([true_graph, false_graph])
+    util.tape_variable_reads([true_graph, false_graph])
     outputs = execute(op, [pred] + inputs, {
         "branches": (true_graph, false_graph), "maps": maps, "output_specs": specs})
     n = len(true_flat)
@@ -81,27 +74,14 @@ def _trace_branch(parent, fn, name):
     return graph, result
 
 
-def _tape_variable_reads(graphs):
-    """Lets active tapes see the variables the subgraphs read, as reads in the enclosing graph
-    (so gradients with respect to those variables reach the node)."""
-    if not tape_lib.STATE.active:
-        return
-    for graph in graphs:
-        outer_of = {id(ph): t for t, ph in graph.outer_inputs}
-        for variable, placeholder in graph._initial_values.values():
-            outer = outer_of.get(id(placeholder))
-            if outer is not None:
-                tape_lib.record_variable_read(variable, outer)
-
-
 def _finish_branch(graph, flat, other_flat):
     """The branch's outputs; Python numbers take the dtype of the other branch's tensor (the
     seed's ``x = 0`` against ``x = x * x``)."""
     outputs = []
     with func_graph.building(graph):
         for leaf, other in zip(flat, other_flat):
-            other = _leaf_tensor(other)
-            leaf = _leaf_tensor(leaf)
+            other = util.leaf_tensor(other)
+            leaf = util.leaf_tensor(leaf)
             if not isinstance(leaf, Tensor):
                 if leaf is None:
                     raise ValueError("cond: a branch returned None where the other returned a "
@@ -113,39 +93,10 @@ def _finish_branch(graph, flat, other_flat):
     graph.outputs = outputs
 
 
-def _assigned_variables(graphs):
-    seen = {}
-    for graph in graphs:
-        for variable, _ in graph.updated_variables():
-            seen.setdefault(id(variable), variable)
-    return list(seen.values())
-
-
 def _append_variable_outputs(graph, variables):
     with func_graph.building(graph):
         for variable in variables:
             graph.outputs.append(graph.read_variable(variable))
-
-
-def _merge_outer_inputs(graphs):
-    """The enclosing-graph tensors the subgraphs use, once each, and each subgraph's positions."""
-    inputs, positions, maps = [], {}, []
-    for graph in graphs:
-        mapping = []
-        for tensor, _ in graph.outer_inputs:
-            if id(tensor) not in positions:
-                positions[id(tensor)] = len(inputs)
-                inputs.append(tensor)
-            mapping.append(positions[id(tensor)])
-        maps.append(tuple(mapping))
-    return inputs, tuple(maps)
-
-
-class _Spec:
-    __slots__ = ("shape", "dtype")
-
-    def __init__(self, shape, dtype):
-        self.shape, self.dtype = shape, dtype
 
 
 def _merged_spec(a, b):
@@ -154,7 +105,7 @@ def _merged_spec(a, b):
         shape = None
     else:
         shape = tuple(x if x == y else None for x, y in zip(sa, sb))
-    return _Spec(shape, a._static_dtype)
+    return Spec(shape, a._static_dtype)
 
 
 def cond_gradient(record, grads):
@@ -198,11 +149,11 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         raise TypeError("while_loop: cond and body must be callables.")
     single = not isinstance(loop_vars, (list, tuple))
     structure = [loop_vars] if single else list(loop_vars)
-    flat = [_leaf_tensor(v) for v in nest.flatten(structure)]
+    flat = [util.leaf_tensor(v) for v in nest.flatten(structure)]
     flat = [as_tensor(v) if isinstance(v, (int, float, bool, np.ndarray, np.generic)) else v
             for v in flat]
     graph = func_graph.current()
-    tensors = [v._buffer if isinstance(v, TensorArray) else v for v in flat]
+    tensors = util.unwrap(flat)
     if graph is None and not any(_is_symbolic(v) for v in tensors):
         return _eager_while(cond, body, structure, flat, maximum_iterations, single)
     first = cond(*nest.pack_sequence_as(structure, flat))
@@ -211,36 +162,6 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         return _eager_while(cond, body, structure, flat, maximum_iterations, single)
     return _traced_while(cond, body, structure, flat, shape_invariants, maximum_iterations,
                          single)
-
-
-def _unwrap(flat):
-    """Loop values as tensors: a TensorArray travels as its buffer."""
-    return [v._buffer if isinstance(v, TensorArray) else v for v in flat]
-
-
-def _rewrap(tensors, templates):
-    # A TensorArray still without a buffer goes in as it is (the discovery pass).
-    return [(t._with_buffer(v) if t._buffer is not None else t) if isinstance(t, TensorArray)
-            else v for v, t in zip(tensors, templates)]
-
-
-def _check_same(before, after, what="while_loop"):
-    if len(before) != len(after):
-        raise ValueError(f"{what}: body returned {len(after)} loop variables, expected "
-                         f"{len(before)}.")
-    for i, (a, b) in enumerate(zip(before, after)):
-        if isinstance(a, TensorArray) or isinstance(b, TensorArray):
-            continue
-        if not isinstance(b, Tensor):
-            b = as_tensor(b, dtype=a.dtype)
-        if a._np_dtype != b._np_dtype:
-            checks.fail(what, f"loop variable {i} changed dtype from {a.dtype.name} to "
-                        f"{b.dtype.name}; the body must keep each loop variable's dtype.")
-        ra, rb = a._shape_tuple, b._shape_tuple
-        if ra is not None and rb is not None and len(ra) != len(rb):
-            checks.fail(what, f"loop variable {i} changed rank from {len(ra)} (shape "
-                        f"{list(ra)}) to {len(rb)} (shape {list(rb)}); give shape_invariants "
-                        "or keep its rank.")
 
 
 def _eager_while(cond, body, structure, flat, maximum_iterations, single):
@@ -252,10 +173,10 @@ def _eager_while(cond, body, structure, flat, maximum_iterations, single):
         result = body(*nest.pack_sequence_as(structure, current))
         result = [result] if single else list(result) if isinstance(result, (list, tuple)) \
             else [result]
-        new = [_leaf_tensor(v) for v in nest.flatten(result)]
+        new = [util.leaf_tensor(v) for v in nest.flatten(result)]
         new = [as_tensor(v, dtype=o.dtype) if not isinstance(v, (Tensor, TensorArray)) else v
                for v, o in zip(new, current)]
-        _check_same(current, new)
+        util.check_loop_values(current, new, "while_loop")
         current = new
         iterations += 1
     packed = nest.pack_sequence_as(structure, current)
@@ -268,62 +189,40 @@ def _loop_graphs(cond, body, structure, specs, parent, seeded, templates):
     graphs = []
     for name, fn in (("while_cond", cond), ("while_body", body)):
         graph = FuncGraph(name, parent=parent)
-        placeholders = [graph.placeholder(s[0], s[1], f"loop_var_{i}")
-                        for i, s in enumerate(specs)]
-        n_user = len(specs) - len(seeded)
-        for variable, ph in zip(seeded, placeholders[n_user:]):
-            graph._variable_values[id(variable)] = ph
-            graph._initial_values[id(variable)] = (variable, ph)
+        placeholders = util.loop_placeholders(graph, specs, seeded)
         with tape_lib.stop_recording(), func_graph.building(graph):
-            values = _rewrap(placeholders[:n_user], templates)
+            values = util.rewrap(placeholders, templates)
             result = fn(*nest.pack_sequence_as(structure, values))
-        graphs.append((graph, result, placeholders))
+        graphs.append((graph, result))
     return graphs
 
 
 def _traced_while(cond, body, structure, flat, shape_invariants, maximum_iterations, single):
-    parent = func_graph.current() or next(v.graph for v in _unwrap(flat) if _is_symbolic(v))
+    parent = func_graph.current() or next(v.graph for v in util.unwrap(flat)
+                                          if _is_symbolic(v))
     templates = list(flat)
     seeded = []
     for _ in range(3):
         # A TensorArray nothing was written to yet learns its element shape from the body.
-        tensors = _unwrap(templates)
-        specs = _loop_specs(templates, tensors, shape_invariants)
-        (cond_graph, test, _), (body_graph, result, _) = _loop_graphs(
-            cond, body, structure, specs + [(tuple(v.shape), v._value.dtype) for v in seeded],
-            parent, seeded, templates)
+        specs = util.loop_specs(templates, util.unwrap(templates), shape_invariants)
+        (cond_graph, test), (body_graph, result) = _loop_graphs(
+            cond, body, structure, specs + util.seeded_specs(seeded), parent, seeded, templates)
         result = [result] if single else list(result) if isinstance(result, (list, tuple)) \
             else [result]
         result_flat = nest.flatten(result)
-        unknown = [i for i, t in enumerate(templates)
-                   if isinstance(t, TensorArray) and t._buffer is None]
-        for i in unknown:
-            written = result_flat[i]
-            if not isinstance(written, TensorArray) or written._buffer is None:
-                raise ValueError("while_loop: a TensorArray loop variable is never written in "
-                                 "the body and has no element_shape.")
-            with func_graph.building(parent):
-                templates[i] = templates[i]._with_buffer(
-                    templates[i]._zeros(written._buffer._shape_tuple[1:]))
-        assigned = [v for v in _assigned_variables([body_graph]) if all(v is not s for s in seeded)]
+        unknown = util.learn_tensor_array_shapes(templates, result_flat, parent, "while_loop")
+        assigned = [v for v in util.assigned_variables([body_graph])
+                    if all(v is not s for s in seeded)]
         if not assigned and not unknown:
             break
         seeded = seeded + assigned  # carry them as loop values and trace again
-    flat = _unwrap(templates)
+    flat = util.unwrap(templates)
     invariants = [s[0] for s in specs]
-    with func_graph.building(cond_graph):
-        test = as_tensor(test)
-        if test.dtype.name != "bool" or test._shape_tuple not in ((), None):
-            raise TypeError(f"while_loop: cond must return a scalar bool tensor, got {test!r}.")
-        cond_graph.outputs = [cond_graph.as_input(test)]
+    util.set_condition_output(cond_graph, test, "while_loop: what cond returns")
     with func_graph.building(body_graph):
-        new = _unwrap([_leaf_tensor(v) for v in nest.flatten(result)])
-        new = [as_tensor(v, dtype=o.dtype) if not isinstance(v, Tensor) else v
-               for v, o in zip(new, flat)]
-        _check_same(flat, new)
-        outputs = [body_graph.as_input(v) for v in new]
-        outputs += [body_graph.read_variable(v) for v in seeded]
-        body_graph.outputs = outputs
+        new = util.body_results(result_flat, templates)
+        util.check_loop_values(flat, new, "while_loop")
+    outputs = util.set_body_outputs(body_graph, new, seeded)
     for inv, out, i in zip(invariants, outputs, range(len(flat))):
         if inv is not None and out._static_shape is not None and any(
                 a is not None and b is not None and a != b for a, b in zip(inv, out._static_shape)):
@@ -332,43 +231,20 @@ def _traced_while(cond, body, structure, flat, shape_invariants, maximum_iterati
                         "with None for the dimensions that change.")
     cond_graph.prune()
     body_graph.prune()
-    inputs, (cond_map, body_map) = _merge_outer_inputs([cond_graph, body_graph])
-    entry = list(flat) + [parent.read_variable(v) for v in seeded]
-    state_specs = [_Spec(s[0], s[1]) for s in specs] + [
-        _Spec(tuple(v.shape), np.dtype(v.dtype.as_numpy_dtype)) for v in seeded]
+    inputs, (cond_map, body_map) = util.merge_outer_inputs([cond_graph, body_graph])
+    entry = util.enter_loop(parent, flat, seeded)
     stateful = bool(seeded) or any(n.op.stateful for g in (cond_graph, body_graph)
                                    for n in g.nodes)
     op = CF.STATEFUL_WHILE if stateful else CF.WHILE
-    _tape_variable_reads([cond_graph, body_graph])
+    util.tape_variable_reads([cond_graph, body_graph])
     attrs = {"cond": cond_graph, "body": body_graph, "cond_map": cond_map,
-             "body_map": body_map, "n_state": len(entry), "state_specs": state_specs,
+             "body_map": body_map, "n_state": len(entry),
+             "state_specs": util.state_specs(specs, seeded),
              "maximum_iterations": None if maximum_iterations is None else
              int(maximum_iterations)}
     final = execute(op, entry + inputs, attrs)
-    for variable, value in zip(seeded, final[len(flat):]):
-        parent.assign_variable(variable, value)
-    packed = nest.pack_sequence_as(structure, _rewrap(list(final[:len(flat)]), templates))
+    packed = nest.pack_sequence_as(structure, util.leave_loop(parent, final, templates, seeded))
     return packed[0] if single else type(structure)(packed)
-
-
-def _loop_specs(templates, tensors, shape_invariants):
-    """(shape, dtype) of each loop value: its shape invariant if given, else its shape; a
-    TensorArray that may grow has an unknown length."""
-    if shape_invariants is not None:
-        invariants = [getattr(s, "as_list", lambda s=s: s)() if s is not None else None
-                      for s in nest.flatten(shape_invariants)]
-    else:
-        invariants = [None if v is None else v._shape_tuple for v in tensors]
-    specs = []
-    for template, tensor, inv in zip(templates, tensors, invariants):
-        if isinstance(template, TensorArray):
-            if tensor is None:
-                specs.append(((), template.dtype.as_numpy_dtype))  # unused: discovery pass
-                continue
-            if template.dynamic_size and inv is not None:
-                inv = (None,) + tuple(inv[1:])
-        specs.append((None if inv is None else tuple(inv), tensor._np_dtype))
-    return specs
 
 
 def while_gradient(record, grads):

@@ -256,7 +256,9 @@ def _matrix_product(a, la, b, lb, batch, contracted, a_free, b_free, sizes):
     # Each side's own sizes: a dimension under '...' may be 1 here and broadcast later.
     free_a = [_size_in(a, la, label) for label in a_free]
     free_b = [_size_in(b, lb, label) for label in b_free]
-    m, k, n = _product(free_a), _product([sizes[label] for label in contracted]), _product(free_b)
+    m = checks.num_elements(free_a)
+    k = checks.num_elements([sizes[label] for label in contracted])
+    n = checks.num_elements(free_b)
     a_target = a_dims + ([k, m] if transpose_a else [m, k])
     b_target = b_dims + ([n, k] if transpose_b else [k, n])
     batch_dims = [_broadcast_size(x, y) for x, y in zip(a_dims, b_dims)]
@@ -310,15 +312,6 @@ def _broadcast_size(x, y):
     if y == 1 or y is None:
         return x
     return y
-
-
-def _product(dims):
-    total = 1
-    for d in dims:
-        if d is None:
-            return None
-        total *= d
-    return total
 
 
 def _arrange(x, ls, order):

@@ -16,7 +16,6 @@ from hybridtf.framework import dtypes
 from hybridtf.framework.tensor import Tensor
 from hybridtf.registry import image as IR
 from hybridtf.registry import checks, sizes
-from hybridtf.registry import elementwise as E
 
 
 class ResizeMethod:
@@ -153,7 +152,7 @@ def flip_up_down(image):
 def _random_flip(image, axis, op_name, seed=None, stateless_seed=None):
     image = _image(image, op_name)
     if stateless_seed is None:
-        seed_value, counter = random_ops._stream(seed)
+        seed_value, counter = random_ops.seeded_stream(seed)
         mask = execute1(IR.RANDOM_FLIP_MASK, [image],
                         {"seed": seed_value, "counter": counter, "name": op_name})
     else:
@@ -271,23 +270,6 @@ def _real(dtype):
     return dtype.is_floating or dtype.is_integer
 
 
-def _wide(dtype):
-    """The dtype that ``dtype``'s arithmetic runs in: itself, or for the dtypes the elementwise
-    kernels lack (float16, uint16, uint32, uint64) float32 or int64, with results cast back.
-    float16 products and integer products modulo 2**bits come out as computed in ``dtype``."""
-    if dtype.name in E.MULTIPLY.scalar.dtypes:
-        return dtype
-    return dtypes.float32 if dtype.is_floating else dtypes.int64
-
-
-def _in_dtype(op, x, scalar, dtype):
-    """``op(x, scalar)`` for ``x`` of ``dtype``, the scalar rounded to ``dtype`` as TF does,
-    computed in ``_wide(dtype)`` and cast back to ``dtype``."""
-    wide = _wide(dtype)
-    value = M.cast(as_tensor(scalar, dtype), wide)
-    return M.cast(op(M.cast(x, wide), value), dtype)
-
-
 def convert_image_dtype(image, dtype, saturate=False, name=None):
     """Converts ``image`` to ``dtype``, rescaling its values: floats are in [0, 1], integers in
     [0, MAX] of their dtype.
@@ -307,23 +289,19 @@ def convert_image_dtype(image, dtype, saturate=False, name=None):
                               f"or integer, got {source.name}.")
     if source is dtype:
         return A.identity(image)
-    wide = _wide(source)
-    if saturate:   # values from a dtype with arithmetic kernels (see _wide), clamped
-        def to_dtype(x, target):
-            return M.saturate_cast(M.cast(x, wide), target)
-    else:
-        to_dtype = M.cast
+    # (Python scalars below are rounded to the tensor's dtype before the op, as in TF.)
+    to_dtype = M.saturate_cast if saturate else M.cast
     if source.is_integer and dtype.is_integer:
         if source.max > dtype.max:
             scale = (source.max + 1) // (dtype.max + 1)
-            return to_dtype(M.floordiv(M.cast(image, wide), scale), dtype)
+            return to_dtype(M.floordiv(image, scale), dtype)
         scale = (dtype.max + 1) // (source.max + 1)
-        return _in_dtype(M.multiply, to_dtype(image, dtype), scale, dtype)
+        return M.multiply(to_dtype(image, dtype), scale)
     if source.is_floating and dtype.is_floating:
         return M.cast(image, dtype)
     if source.is_integer:
-        return _in_dtype(M.multiply, M.cast(image, dtype), 1.0 / source.max, dtype)
-    return to_dtype(_in_dtype(M.multiply, image, dtype.max + 0.5, source), dtype)
+        return M.multiply(M.cast(image, dtype), 1.0 / source.max)
+    return to_dtype(M.multiply(image, dtype.max + 0.5), dtype)
 
 
 def _as_float(image):
@@ -339,9 +317,7 @@ def adjust_brightness(image, delta):
     back, saturating)."""
     image = as_tensor(image)
     flt = _as_float(image)
-    wide = _wide(flt.dtype)
-    delta = M.cast(M.cast(delta, flt.dtype), wide)
-    adjusted = M.cast(M.add(M.cast(flt, wide), delta), flt.dtype)
+    adjusted = M.add(flt, M.cast(delta, flt.dtype))
     return convert_image_dtype(adjusted, image.dtype, saturate=True)
 
 
@@ -359,8 +335,9 @@ def adjust_contrast(images, contrast_factor):
         raise ValueError(f"adjust_contrast: contrast_factor must be a scalar, got shape "
                          f"{list(factor._shape_tuple or [])}.")
     flt = _as_float(images)
-    wide = _wide(flt.dtype)
-    x = M.cast(flt, wide)
+    # Computed in float32, float16 images too: reduce_mean has no float16 kernel (and TF has
+    # no float16 contrast kernel on the CPU).
+    x = M.cast(flt, dtypes.float32)
     mean = M.reduce_mean(x, axis=[-3, -2], keepdims=True)
-    adjusted = M.add(M.multiply(M.subtract(x, mean), M.cast(factor, wide)), mean)
+    adjusted = M.add(M.multiply(M.subtract(x, mean), M.cast(factor, dtypes.float32)), mean)
     return convert_image_dtype(M.cast(adjusted, flt.dtype), images.dtype, saturate=True)

@@ -287,12 +287,29 @@ def cast(x, dtype, name=None):
 
 
 def saturate_cast(value, dtype, name=None):
+    """Casts ``value`` to ``dtype``, first clamping it to the range of ``dtype`` so that nothing
+    overflows.  A bound that ``value``'s dtype cannot hold exactly moves inward to the nearest
+    value it can, as in TF (float32 values clamp to int32's range at 2147483520)."""
     target = dtypes.as_dtype(dtype)
     xt = as_tensor(value)
-    if target.is_integer and not xt.dtype.is_bool:
-        xt = clip_by_value(xt, max(target.min, xt.dtype.min) if xt.dtype.is_integer else target.min,
-                           min(target.max, xt.dtype.max) if xt.dtype.is_integer else target.max)
+    source = xt.dtype
+    real = (source.is_floating or source.is_integer) and (target.is_floating or target.is_integer)
+    # Floats are always clamped: an inf has no value in any integer dtype.
+    if real and (source.is_floating or source.min < target.min or source.max > target.max):
+        xt = clip_by_value(xt, *_saturation_bounds(source, target))
     return cast(xt, target)
+
+
+def _saturation_bounds(source, target):
+    """(low, high): ``target``'s range as values of dtype ``source``, inside both ranges."""
+    bounds = []
+    for bound, inside in ((max(source.min, target.min), operator.ge),
+                          (min(source.max, target.max), operator.le)):
+        value = source.as_numpy_dtype(bound)
+        if not inside(value.item(), bound):   # rounded outward (Python compares int and float
+            value = np.nextafter(value, source.as_numpy_dtype(0))   # exactly)
+        bounds.append(value)
+    return bounds
 
 
 def clip_by_value(t, clip_value_min, clip_value_max, name=None):

@@ -48,8 +48,11 @@ def get_seed(op_seed):
     return global_seed, checks.integer("random", op_seed, "seed")
 
 
-def _stream(seed):
-    """The (seed, counter) key of the next draw."""
+def seeded_stream(seed):
+    """The (seed, counter) key of a random op's next draw, by TF's seeding rules: ``seed`` is
+    the op seed (None: the global seed's counter picks one, or, with no global seed either, a
+    fresh random key); successive draws of one (global, op) seed pair advance the counter, so
+    they differ and the sequence repeats after ``set_seed``."""
     global_seed, op_seed = get_seed(seed)
     if global_seed is None:
         return int.from_bytes(os.urandom(8), "little") & _MASK63, 0
@@ -86,7 +89,7 @@ def uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None, name=
     """Values uniformly distributed in [minval, maxval) (maxval defaults to 1 for floats)."""
     dtype = dtypes.as_dtype(dtype)
     shape = _shape(shape, "random.uniform")
-    seed_value, counter = _stream(seed)
+    seed_value, counter = seeded_stream(seed)
     if dtype.is_integer:
         if maxval is None:
             checks.fail("random.uniform", f"maxval must be given for integer dtype {dtype.name}.")
@@ -115,7 +118,7 @@ def uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None, name=
 def normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):
     """Values from a normal distribution."""
     dtype = dtypes.as_dtype(dtype)
-    seed_value, counter = _stream(seed)
+    seed_value, counter = seeded_stream(seed)
     if not (_is_scalar(mean) and _is_scalar(stddev)):
         base = execute1(RND.RANDOM_NORMAL, [], {
             "shape": _shape(shape, "random.normal"), "dtype": dtype.as_numpy_dtype, "scale": 1.0,
@@ -129,7 +132,7 @@ def normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=No
 def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):
     """Normal values re-drawn when more than two standard deviations from the mean."""
     dtype = dtypes.as_dtype(dtype)
-    seed_value, counter = _stream(seed)
+    seed_value, counter = seeded_stream(seed)
     if not (_is_scalar(mean) and _is_scalar(stddev)):
         base = execute1(RND.TRUNCATED_NORMAL, [], {
             "shape": _shape(shape, "random.truncated_normal"), "dtype": dtype.as_numpy_dtype,

@@ -44,8 +44,10 @@ def fusable(node, constants=None):
     if op.scalar is None and op.name != "bias_add":
         return False
     tensors = list(node.inputs) + list(node.outputs)
+    # Numba has no float16 on the CPU: float16 ops run their eager (widening) kernels.
     if any(not known(t._static_shape) or t._static_dtype == object
-           or t._static_dtype.kind not in "biuf" for t in tensors):
+           or t._static_dtype.kind not in "biuf" or t._static_dtype == np.float16
+           for t in tensors):
         return False
     if op.check_values is not None:
         if op.name not in _FLOAT_SAFE_CHECKS:

@@ -4,7 +4,7 @@ import collections
 import numpy as np
 
 from hybridtf.data import structure as st
-from hybridtf.data.node import INFINITE, UNKNOWN, Node, close
+from hybridtf.data.node import INFINITE, UNKNOWN, UnaryNode, new_pass, positive_size
 from hybridtf.data.sources import Elements
 from hybridtf.framework import dtypes, nest
 from hybridtf.framework.constant_op import to_numpy
@@ -14,31 +14,22 @@ from hybridtf.framework.tensor_shape import TensorShape
 from hybridtf.framework.tensor_spec import TensorSpec
 
 
-def positive_size(value, what, op_name):
-    size = int(value)
-    if size < 1:
-        raise InvalidArgumentError(None, op_name, f"{op_name}: {what} must be greater than "
-                                   f"zero, got {size}.")
-    return size
-
-
 def _batch_cardinality(n, batch_size, drop_remainder):
     if n in (INFINITE, UNKNOWN):
         return n
     return n // batch_size if drop_remainder else -(-n // batch_size)
 
 
-def _groups(elements, batch_size, drop_remainder):
-    """Lists of ``batch_size`` consecutive elements (the last one shorter unless dropped)."""
+def _groups(node, batch_size, drop_remainder):
+    """Lists of ``batch_size`` consecutive elements of a pass over ``node`` (the last one
+    shorter unless dropped)."""
     group = []
-    try:
+    with new_pass(node) as elements:
         for element in elements:
             group.append(element)
             if len(group) == batch_size:
                 yield group
                 group = []
-    finally:
-        close(elements)
     if group and not drop_remainder:
         yield group
 
@@ -58,16 +49,14 @@ def stack(group, op_name="batch"):
     return tuple(out)
 
 
-class Batch(Node):
+class Batch(UnaryNode):
     kind = "Batch"
 
     def __init__(self, node, batch_size, drop_remainder):
         self.batch_size = positive_size(batch_size, "batch_size", "batch")
         self.drop_remainder = bool(drop_remainder)
-        super().__init__(st.batched(node.structure,
-                                    self.batch_size if self.drop_remainder else None))
-        self.input = node
-        self.inputs = (node,)
+        super().__init__(node, st.batched(node.structure,
+                                          self.batch_size if self.drop_remainder else None))
 
     def cardinality(self):
         return _batch_cardinality(self.input.cardinality(), self.batch_size, self.drop_remainder)
@@ -76,7 +65,7 @@ class Batch(Node):
         source = self.input.index_source()
         if source is not None:
             return self._gathered(source)
-        groups = _groups(self.input.iterate(), self.batch_size, self.drop_remainder)
+        groups = _groups(self.input, self.batch_size, self.drop_remainder)
         return (stack(group) for group in groups)
 
     def _gathered(self, source):
@@ -99,7 +88,7 @@ class Batch(Node):
             yield source.gather(np.concatenate(pending))
 
 
-class Unbatch(Node):
+class Unbatch(UnaryNode):
     kind = "Unbatch"
 
     def __init__(self, node):
@@ -110,9 +99,7 @@ class Unbatch(Node):
                                  f"(Unbatching a dataset is only supported for rank >= 1), got "
                                  f"{spec!r}.")
             return TensorSpec(spec.shape[1:], spec.dtype)
-        super().__init__(nest.map_structure(unbatched, node.structure))
-        self.input = node
-        self.inputs = (node,)
+        super().__init__(node, nest.map_structure(unbatched, node.structure))
 
     def cardinality(self):
         n = self.input.cardinality()
@@ -122,8 +109,7 @@ class Unbatch(Node):
         return n * sizes.pop()
 
     def iterate(self):
-        elements = self.input.iterate()
-        try:
+        with new_pass(self.input) as elements:
             for element in elements:
                 sizes = [np.shape(c)[0] for c in element]
                 if len(set(sizes)) > 1:
@@ -134,11 +120,9 @@ class Unbatch(Node):
                         f"{next(s for s in sizes if s != sizes[0])}.")
                 for row in range(sizes[0] if sizes else 0):
                     yield tuple(c[row, ...] for c in element)
-        finally:
-            close(elements)
 
 
-class PaddedBatch(Node):
+class PaddedBatch(UnaryNode):
     kind = "PaddedBatch"
 
     def __init__(self, node, batch_size, padded_shapes, padding_values, drop_remainder):
@@ -150,17 +134,15 @@ class PaddedBatch(Node):
         self.shapes = _padded_shapes(node.structure, specs, padded_shapes)
         self.values = _padding_values(node.structure, specs, padding_values)
         batch_dim = self.batch_size if self.drop_remainder else None
-        super().__init__(nest.pack_sequence_as(node.structure, [
+        super().__init__(node, nest.pack_sequence_as(node.structure, [
             TensorSpec(TensorShape([batch_dim]).concatenate(shape), spec.dtype)
             for shape, spec in zip(self.shapes, specs)]))
-        self.input = node
-        self.inputs = (node,)
 
     def cardinality(self):
         return _batch_cardinality(self.input.cardinality(), self.batch_size, self.drop_remainder)
 
     def iterate(self):
-        for group in _groups(self.input.iterate(), self.batch_size, self.drop_remainder):
+        for group in _groups(self.input, self.batch_size, self.drop_remainder):
             yield tuple(self._padded(i, [element[i] for element in group])
                         for i in range(len(self.shapes)))
 
@@ -237,7 +219,7 @@ def _padding_values(structure, specs, padding_values):
     return values
 
 
-class Window(Node):
+class Window(UnaryNode):
     """Windows of ``size`` elements, each a dataset per component, starting every ``shift``
     elements and taking every ``stride``-th one."""
 
@@ -249,9 +231,7 @@ class Window(Node):
         self.stride = positive_size(stride, "stride", "window")
         self.drop_remainder = bool(drop_remainder)
         self.component_specs = nest.flatten(node.structure)
-        super().__init__(nest.map_structure(st.DatasetSpec, node.structure))
-        self.input = node
-        self.inputs = (node,)
+        super().__init__(node, nest.map_structure(st.DatasetSpec, node.structure))
 
     def cardinality(self):
         n = self.input.cardinality()
@@ -265,9 +245,8 @@ class Window(Node):
     def iterate(self):
         span = (self.size - 1) * self.stride + 1     # positions one window covers
         buffer = collections.deque()                  # the next window's elements on
-        elements = self.input.iterate()
         exhausted = False
-        try:
+        with new_pass(self.input) as elements:
             while True:
                 while not exhausted and len(buffer) < span:
                     element = next(elements, None)
@@ -284,8 +263,6 @@ class Window(Node):
                 for _ in range(skip):
                     if next(elements, None) is None:
                         return
-        finally:
-            close(elements)
 
     def _window(self, members):
         return tuple(Elements(spec, [(element[i],) for element in members])

@@ -12,7 +12,7 @@ from hybridtf.autograph import operators as autograph_operators
 from hybridtf.data import batching, functions, in_function, iterators, prefetching, shuffling
 from hybridtf.data import sources, transformations
 from hybridtf.data import structure as st
-from hybridtf.data.node import INFINITE, UNKNOWN
+from hybridtf.data.node import INFINITE, UNKNOWN, new_pass
 from hybridtf.framework import dtypes, nest
 from hybridtf.framework.constant_op import constant
 from hybridtf.framework.errors import InvalidArgumentError
@@ -334,16 +334,13 @@ class DatasetV2:
 
     def get_single_element(self, name=None):
         """The dataset's one element; InvalidArgumentError when it has none or several."""
-        elements = self._node.iterate()
-        try:
+        with new_pass(self._node) as elements:
             first = next(elements, None)
             if first is None:
                 raise InvalidArgumentError(None, "get_single_element", "Dataset was empty.")
             if next(elements, None) is not None:
                 raise InvalidArgumentError(None, "get_single_element",
                                            "Dataset had more than one element.")
-        finally:
-            getattr(elements, "close", lambda: None)()
         return self._element(first)
 
     def repeat(self, count=None, name=None):

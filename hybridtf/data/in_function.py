@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 
 from hybridtf import compiler
-from hybridtf.api import control_flow_ops as cf
+from hybridtf.api import control_flow_util as util
 from hybridtf.api.tensor_array_ops import TensorArray
 from hybridtf.eager import tape as tape_lib
 from hybridtf.eager.execute import as_tensor, execute
@@ -24,6 +24,7 @@ from hybridtf.framework.tensor import Tensor
 from hybridtf.framework.tensor_shape import TensorShape
 from hybridtf.graph import func_graph, interpreter
 from hybridtf.graph.func_graph import FuncGraph
+from hybridtf.registry import Spec
 from hybridtf.registry import data as data_ops
 
 # Traces of the body at most: TensorArrays learn their element shape, assigned variables join
@@ -70,7 +71,7 @@ class CompiledPart:
 
 
 def _loop_values(state, who):
-    flat = [cf._leaf_tensor(v) for v in nest.flatten(state)]
+    flat = [util.leaf_tensor(v) for v in nest.flatten(state)]
     out = []
     for value in flat:
         if isinstance(value, (bool, int, float, np.ndarray, np.generic)):
@@ -90,14 +91,9 @@ def _trace_part(name, fn, parent, element_specs, state_specs, seeded, templates,
     if element_specs is not None:
         element = [graph.placeholder(s.shape.dims, s.dtype.as_numpy_dtype, f"element_{i}")
                    for i, s in enumerate(element_specs)]
-    placeholders = [graph.placeholder(shape, dtype, f"loop_var_{i}")
-                    for i, (shape, dtype) in enumerate(state_specs)]
-    n_user = len(state_specs) - len(seeded)
-    for variable, placeholder in zip(seeded, placeholders[n_user:]):
-        graph._variable_values[id(variable)] = placeholder
-        graph._initial_values[id(variable)] = (variable, placeholder)
+    placeholders = util.loop_placeholders(graph, state_specs, seeded)
     with tape_lib.stop_recording(), func_graph.building(graph):
-        state = nest.pack_sequence_as(structure, cf._rewrap(placeholders[:n_user], templates))
+        state = nest.pack_sequence_as(structure, util.rewrap(placeholders, templates))
         result = fn(element, state)
     return graph, result
 
@@ -130,9 +126,8 @@ def loop(elements, element_structure, body, state, extra_test=None, who="dataset
     seeded = []
     invariants = None
     for _ in range(_MAX_TRACES):
-        tensors = cf._unwrap(templates)
-        specs = cf._loop_specs(templates, tensors, invariants)
-        state_specs = specs + [(tuple(v.shape), v._value.dtype) for v in seeded]
+        specs = util.loop_specs(templates, util.unwrap(templates), invariants)
+        state_specs = specs + util.seeded_specs(seeded)
 
         def run_body(element, values):
             packed = nest.pack_sequence_as(element_structure, element)
@@ -145,29 +140,16 @@ def loop(elements, element_structure, body, state, extra_test=None, who="dataset
             test_graph, test = _trace_part(f"{who.replace(' ', '_')}_cond",
                                            lambda _, values: extra_test(values), parent, None,
                                            state_specs, seeded, templates, structure)
-        try:
-            nest.assert_same_structure(structure, result)
-        except ValueError:
-            raise ValueError(f"{who}: the body returned {result!r}, which does not have the "
-                             f"structure of the loop values {structure!r}.") from None
+        util.check_same_structure(structure, result, f"{who}: the body returned {result!r}, "
+                                  f"which does not have the structure of the loop values "
+                                  f"{structure!r}.")
         result_flat = nest.flatten(result)
-        unknown = [i for i, t in enumerate(templates)
-                   if isinstance(t, TensorArray) and t._buffer is None]
-        for i in unknown:
-            written = result_flat[i]
-            if not isinstance(written, TensorArray) or written._buffer is None:
-                raise ValueError(f"{who}: a TensorArray loop value is never written in the "
-                                 "body and has no element_shape.")
-            with func_graph.building(parent):
-                templates[i] = templates[i]._with_buffer(
-                    templates[i]._zeros(written._buffer._shape_tuple[1:]))
+        unknown = util.learn_tensor_array_shapes(templates, result_flat, parent, who)
         graphs = [body_graph] + ([test_graph] if test_graph is not None else [])
-        assigned = [v for v in cf._assigned_variables(graphs)
+        assigned = [v for v in util.assigned_variables(graphs)
                     if all(v is not s for s in seeded)]
         seeded = seeded + assigned
-        new_values = cf._unwrap([cf._leaf_tensor(v) for v in result_flat])
-        new_values = [as_tensor(v, dtype=o.dtype) if not isinstance(v, Tensor) else v
-                      for v, o in zip(new_values, cf._unwrap(templates))]
+        new_values = util.body_results(result_flat, templates)
         relaxed = None if unknown else _relaxed(specs, new_values)
         if relaxed is not None:
             invariants = relaxed
@@ -176,35 +158,24 @@ def loop(elements, element_structure, body, state, extra_test=None, who="dataset
     else:
         raise ValueError(f"{who}: the loop values keep changing shape or the body keeps "
                          "assigning new variables; give them fixed shapes before the loop.")
-    flat = cf._unwrap(templates)
+    flat = util.unwrap(templates)
     if test_graph is not None:
-        with func_graph.building(test_graph):
-            test = as_tensor(test)
-            if test.dtype.name != "bool" or test._shape_tuple not in ((), None):
-                raise TypeError(f"{who}: the loop condition must be a scalar bool tensor, got "
-                                f"{test!r}.")
-            test_graph.outputs = [test_graph.as_input(test)]
+        util.set_condition_output(test_graph, test, f"{who}: the loop condition")
     with func_graph.building(body_graph):
-        cf._check_same(flat, new_values, who)
-        outputs = [body_graph.as_input(v) for v in new_values]
-        outputs += [body_graph.read_variable(v) for v in seeded]
-        body_graph.outputs = outputs
+        util.check_loop_values(flat, new_values, who)
+    util.set_body_outputs(body_graph, new_values, seeded)
     for graph in graphs:
         graph.prune()
-    inputs, maps = cf._merge_outer_inputs(graphs)
-    entry = list(flat) + [parent.read_variable(v) for v in seeded]
-    loop_specs = [cf._Spec(s[0], s[1]) for s in specs] + [
-        cf._Spec(tuple(v.shape), np.dtype(v.dtype.as_numpy_dtype)) for v in seeded]
-    cf._tape_variable_reads(graphs)
+    inputs, maps = util.merge_outer_inputs(graphs)
+    entry = util.enter_loop(parent, flat, seeded)
+    util.tape_variable_reads(graphs)
     final = execute(data_ops.DATASET_LOOP, entry + inputs, {
         "elements": elements, "body": body_graph, "cond": test_graph,
         "run_body": CompiledPart(body_graph),
         "run_cond": CompiledPart(test_graph) if test_graph is not None else None,
         "body_map": maps[0], "cond_map": maps[1] if test_graph is not None else (),
-        "n_state": len(entry), "state_specs": loop_specs})
-    for variable, value in zip(seeded, final[len(flat):]):
-        parent.assign_variable(variable, value)
-    return nest.pack_sequence_as(structure, cf._rewrap(list(final[:len(flat)]), templates))
+        "n_state": len(entry), "state_specs": util.state_specs(specs, seeded)})
+    return nest.pack_sequence_as(structure, util.leave_loop(parent, final, templates, seeded))
 
 
 def next_element(next_flat, element_structure, who="iterator"):
@@ -213,6 +184,6 @@ def next_element(next_flat, element_structure, who="iterator"):
     specs = nest.flatten(element_structure)
     outputs = execute(data_ops.ITERATOR_GET_NEXT, [], {
         "next_element": next_flat,
-        "output_specs": [cf._Spec(s.shape.dims, np.dtype(s.dtype.as_numpy_dtype))
+        "output_specs": [Spec(s.shape.dims, np.dtype(s.dtype.as_numpy_dtype))
                          for s in specs]})
     return nest.pack_sequence_as(element_structure, list(outputs))

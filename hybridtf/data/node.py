@@ -12,6 +12,9 @@ visits, as chunks of int64 indices, and ``gather`` to fetch many rows at once.  
 Python work per element.
 """
 import abc
+import contextlib
+
+from hybridtf.framework.errors import InvalidArgumentError
 
 INFINITE = -1
 UNKNOWN = -2
@@ -34,13 +37,30 @@ class Node(abc.ABC):
         """The number of elements, or INFINITE / UNKNOWN."""
 
     def iterate(self):
-        """A new pass over the elements, as flat tuples of NumPy arrays (nodes without an
-        index source define their own)."""
-        return iterate_rows(self.index_source())
+        """A new pass over the elements, as flat tuples of NumPy arrays: gathered from the
+        node's index source when it has one, else its ``_elements()`` pass, element by element
+        (nodes that never have an index source override ``iterate`` instead)."""
+        source = self.index_source()
+        if source is None:
+            return self._elements()
+        return iterate_rows(source)
 
     def index_source(self):
         """The node's ``IndexSource`` when its elements are rows of in-memory arrays."""
         return None
+
+
+class UnaryNode(Node):
+    """A node made from one input node (``self.input``): by default its elements have the
+    input's structure and number."""
+
+    def __init__(self, node, structure=None):
+        super().__init__(node.structure if structure is None else structure)
+        self.input = node
+        self.inputs = (node,)
+
+    def cardinality(self):
+        return self.input.cardinality()
 
 
 class IndexSource:
@@ -78,3 +98,23 @@ def close(elements):
     closer = getattr(elements, "close", None)
     if closer is not None:
         closer()
+
+
+@contextlib.contextmanager
+def new_pass(node):
+    """A new pass over ``node``'s elements, ended when the block exits: a consumer that stops
+    early (a ``break``, ``take``) stops the input's work too (files, prefetching threads)."""
+    elements = node.iterate()
+    try:
+        yield elements
+    finally:
+        close(elements)
+
+
+def positive_size(value, what, op_name):
+    """``value`` as an int, or TF's error when it is not greater than zero."""
+    size = int(value)
+    if size < 1:
+        raise InvalidArgumentError(None, op_name, f"{op_name}: {what} must be greater than "
+                                   f"zero, got {size}.")
+    return size

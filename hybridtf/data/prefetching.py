@@ -15,7 +15,7 @@ import threading
 
 import numpy as np
 
-from hybridtf.data.node import Node, close
+from hybridtf.data.node import UnaryNode, close
 from hybridtf.framework.errors import InvalidArgumentError
 
 AUTOTUNE = -1
@@ -27,7 +27,7 @@ _POLL_S = 0.1      # how often a blocked producer looks whether the consumer has
 _ELEMENT, _END, _ERROR = range(3)
 
 
-class Prefetch(Node):
+class Prefetch(UnaryNode):
     kind = "Prefetch"
 
     def __init__(self, node, buffer_size):
@@ -35,13 +35,8 @@ class Prefetch(Node):
         if buffer_size < 0 and buffer_size != AUTOTUNE:
             raise InvalidArgumentError(None, "prefetch", f"prefetch: buffer_size must be "
                                        f"non-negative or tf.data.AUTOTUNE, got {buffer_size}.")
-        super().__init__(node.structure)
-        self.input = node
-        self.inputs = (node,)
+        super().__init__(node)
         self.buffer_size = buffer_size
-
-    def cardinality(self):
-        return self.input.cardinality()
 
     def iterate(self):
         if self.buffer_size == 0:

@@ -6,7 +6,6 @@ Files are read lazily, a line at a time, when a pass reaches them; ``compression
 in TF's ``tf.string`` tensors.
 """
 import collections
-import csv
 import glob
 import gzip
 import io
@@ -17,12 +16,13 @@ import numpy as np
 
 from hybridtf.data import structure as st
 from hybridtf.data.dataset_ops import AUTOTUNE, DatasetV2, symbolic_dataset
-from hybridtf.data.node import UNKNOWN, Node, close
+from hybridtf.data.node import UNKNOWN, UnaryNode, new_pass
 from hybridtf.framework import dtypes
 from hybridtf.framework.errors import InvalidArgumentError, NotFoundError
 from hybridtf.framework.tensor import is_tensor
 from hybridtf.framework.tensor_spec import TensorSpec
 from hybridtf.graph.func_graph import GraphTensor
+from hybridtf.registry import checks, parsing
 
 _COMPRESSIONS = ("", "GZIP", "ZLIB")
 _CSV_DTYPES = (dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64, dtypes.string)
@@ -40,6 +40,11 @@ def _as_str(value):
     if is_tensor(value):
         value = np.asarray(value)[()]
     return os.fsdecode(value) if isinstance(value, (bytes, os.PathLike)) else str(value)
+
+
+def _as_bytes(value):
+    """A string argument (str, bytes or a string tensor) as bytes, as CSV fields are."""
+    return os.fsencode(_as_str(value))
 
 
 def _filenames(filenames, who):
@@ -122,32 +127,33 @@ def _lines(stream):
         yield line
 
 
-def _files(names_node):
-    elements = names_node.iterate()
-    try:
-        for (name,) in elements:
-            yield _as_str(np.asarray(name)[()])
-    finally:
-        close(elements)
+class _FileRecords(UnaryNode):
+    """The records of the files a dataset of file names (the input) names, read in order."""
 
-
-class TextLines(Node):
-    kind = "TextLine"
-
-    def __init__(self, names_node, compression):
-        super().__init__(TensorSpec([], dtypes.string))
-        self.names = names_node
-        self.inputs = (names_node,)
+    def __init__(self, names_node, structure, compression):
+        super().__init__(names_node, structure)
         self.compression = compression
 
     def cardinality(self):
         return UNKNOWN
 
     def iterate(self):
-        for path in _files(self.names):
-            with open_file(path, self.compression) as stream:
-                for line in _lines(stream):
-                    yield (np.array(line, dtype=object),)
+        with new_pass(self.input) as names:
+            for (name,) in names:
+                with open_file(_as_str(np.asarray(name)[()]), self.compression) as stream:
+                    yield from self._records(stream)
+
+
+class TextLines(_FileRecords):
+    kind = "TextLine"
+
+    def __init__(self, names_node, compression):
+        super().__init__(names_node, TensorSpec([], dtypes.string), compression)
+
+    def _records(self, stream):
+        """The elements of one file (a binary stream)."""
+        for line in _lines(stream):
+            yield (np.array(line, dtype=object),)
 
 
 class TextLineDataset(DatasetV2):
@@ -195,47 +201,63 @@ def _columns(record_defaults, who):
 
 
 def _parse(text, column, field, record, na_value):
-    """One CSV field as a 0-d array of the column's dtype."""
-    if text == "" or text == na_value:
-        if column.default is None:
-            raise InvalidArgumentError(None, "CsvDataset", f"Field {field} is required but "
-                                       f"missing in record {record}!")
-        return np.array(column.default, dtype=column.dtype.as_numpy_dtype)
-    if column.dtype is dtypes.string:
-        return np.array(text.encode("utf-8", "surrogateescape"), dtype=object)
-    try:
-        if column.dtype.is_integer:
-            value = int(text.strip())
-            info = np.iinfo(column.dtype.as_numpy_dtype)
-            if not info.min <= value <= info.max:
-                raise ValueError(text)
-        else:
-            value = float(text.strip())
-    except ValueError:
-        kind = column.dtype.name if column.dtype.is_integer else "float"
-        raise InvalidArgumentError(None, "CsvDataset", f"Field {field} in record {record} is "
-                                   f"not a valid {kind}: {text}") from None
-    return np.array(value, dtype=column.dtype.as_numpy_dtype)
+    """One CSV field (bytes) as a 0-d array of the column's dtype, by ``tf.io.decode_csv``'s
+    rules."""
+    np_dtype = np.dtype(column.dtype.as_numpy_dtype)
+    return np.array(parsing.convert_field(text, column.default, np_dtype, na_value, field,
+                                          record, "CsvDataset"), dtype=np_dtype)
 
 
-def csv_records(stream, delimiter, use_quote_delim):
-    """The records of a binary CSV stream, as lists of str fields (bytes decoded as UTF-8,
-    undecodable bytes kept)."""
-    text = io.TextIOWrapper(stream, encoding="utf-8", errors="surrogateescape", newline="")
-    quoting = csv.QUOTE_MINIMAL if use_quote_delim else csv.QUOTE_NONE
-    return csv.reader(text, delimiter=delimiter, quoting=quoting, strict=use_quote_delim)
+def _delimiter(field_delim, who):
+    """``field_delim`` as the one byte (an int) that separates fields."""
+    delimiter = _as_bytes(field_delim)
+    if len(delimiter) != 1:
+        raise ValueError(f"{who}: field_delim must be one character, got {field_delim!r}.")
+    return delimiter[0]
 
 
-class CsvRecords(Node):
+def csv_records(stream, delimiter, use_quote_delim, who, ignore_errors=False):
+    """The records of a binary CSV stream as lists of fields (bytes), split by
+    ``tf.io.decode_csv``'s parser.  Records end at a line break ("\\n", "\\r\\n" or "\\r")
+    outside quotes; a quoted field may span lines (its line breaks are part of it).  A
+    malformed record raises the parser's InvalidArgumentError, or is skipped with
+    ``ignore_errors``."""
+    # Latin-1 maps bytes to characters one to one: the lines, with every kind of line break,
+    # come back as the exact bytes.
+    lines = io.TextIOWrapper(stream, encoding="latin-1", newline="")
+    pending = b""     # the lines of a record whose quoted field goes on
+    for line in lines:
+        pending += line.encode("latin-1")
+        try:
+            fields = parsing.split_record(_without_line_break(pending), delimiter,
+                                          use_quote_delim, who, may_continue=True)
+        except InvalidArgumentError:
+            if not ignore_errors:
+                raise
+            pending = b""
+            continue
+        if fields is not None:
+            pending = b""
+            yield fields
+    if pending and not ignore_errors:   # the file ends inside a quoted field
+        parsing.split_record(pending, delimiter, use_quote_delim, who)
+
+
+def _without_line_break(line):
+    for ending in (b"\r\n", b"\n", b"\r"):
+        if line.endswith(ending):
+            return line[:-len(ending)]
+    return line
+
+
+class CsvRecords(_FileRecords):
     kind = "CsvDataset"
 
     def __init__(self, names_node, columns, compression, header, delimiter, use_quote_delim,
                  na_value, select_cols, exclude_cols, ignore_errors=False):
-        super().__init__(tuple(TensorSpec([], c.dtype) for c in columns))
-        self.names = names_node
-        self.inputs = (names_node,)
+        super().__init__(names_node, tuple(TensorSpec([], c.dtype) for c in columns),
+                         compression)
         self.columns = columns
-        self.compression = compression
         self.header = header
         self.delimiter = delimiter
         self.use_quote_delim = use_quote_delim
@@ -244,14 +266,11 @@ class CsvRecords(Node):
         self.exclude_cols = exclude_cols
         self.ignore_errors = ignore_errors
 
-    def cardinality(self):
-        return UNKNOWN
-
     def _selected(self, fields, record):
         if self.select_cols is not None:
             if len(fields) <= self.select_cols[-1]:
-                raise InvalidArgumentError(None, "CsvDataset", f"Expect {self.select_cols[-1] + 1}"
-                                           f" fields but have {len(fields)} in record {record}")
+                checks.fail("CsvDataset", f"Expect {self.select_cols[-1] + 1} fields but have "
+                            f"{len(fields)} in record {record}")
             return [fields[i] for i in self.select_cols], list(self.select_cols)
         if self.exclude_cols is not None:
             excluded = set(self.exclude_cols)
@@ -259,25 +278,23 @@ class CsvRecords(Node):
         else:
             kept = list(range(len(fields)))
         if len(kept) != len(self.columns):
-            raise InvalidArgumentError(None, "CsvDataset", f"Expect {len(self.columns)} fields "
-                                       f"but have {len(kept)} in record {record}")
+            checks.fail("CsvDataset", f"Expect {len(self.columns)} fields but have {len(kept)} "
+                        f"in record {record}")
         return [fields[i] for i in kept], kept
 
-    def iterate(self):
-        for path in _files(self.names):
-            with open_file(path, self.compression) as stream:
-                records = csv_records(stream, self.delimiter, self.use_quote_delim)
-                if self.header:
-                    next(records, None)
-                for record, fields in enumerate(records):
-                    try:
-                        chosen, positions = self._selected(fields, record)
-                        yield tuple(_parse(text, column, position, record, self.na_value)
-                                    for text, column, position in zip(chosen, self.columns,
-                                                                      positions))
-                    except InvalidArgumentError:
-                        if not self.ignore_errors:
-                            raise
+    def _records(self, stream):
+        records = csv_records(stream, self.delimiter, self.use_quote_delim, "CsvDataset",
+                              self.ignore_errors)
+        if self.header:
+            next(records, None)
+        for record, fields in enumerate(records):
+            try:
+                chosen, positions = self._selected(fields, record)
+                yield tuple(_parse(text, column, position, record, self.na_value)
+                            for text, column, position in zip(chosen, self.columns, positions))
+            except InvalidArgumentError:
+                if not self.ignore_errors:
+                    raise
 
 
 def _column_indices(cols, what, who):
@@ -312,13 +329,11 @@ class CsvDataset(DatasetV2):
             raise InvalidArgumentError(None, who, f"select_cols should match output size: "
                                        f"{len(select)} selected columns for {len(columns)} "
                                        "record_defaults")
-        delimiter = _as_str(field_delim)
-        if len(delimiter) != 1:
-            raise ValueError(f"{who}: field_delim must be one character, got {delimiter!r}.")
+        delimiter = _delimiter(field_delim, who)
         names = _filenames(filenames, who)
         super().__init__(CsvRecords(names._node, columns, _compression(compression_type, who),
                                     bool(header), delimiter, bool(use_quote_delim),
-                                    _as_str(na_value), select, exclude))
+                                    _as_bytes(na_value), select, exclude))
 
 
 # ---- make_csv_dataset --------------------------------------------------------------------------
@@ -331,12 +346,13 @@ def _matching_files(file_pattern):
     return names
 
 
-def _first_records(names, compression, delimiter, use_quote_delim, count):
-    """Up to ``count`` records (lists of str) from the start of the files, in order."""
+def _first_records(names, compression, delimiter, use_quote_delim, count, ignore_errors):
+    """Up to ``count`` records (lists of bytes) from the start of the files, in order."""
     rows = []
     for path in names:
         with open_file(path, compression) as stream:
-            for fields in csv_records(stream, delimiter, use_quote_delim):
+            for fields in csv_records(stream, delimiter, use_quote_delim, "make_csv_dataset",
+                                      ignore_errors):
                 rows.append(fields)
                 if len(rows) >= count:
                     return rows
@@ -344,21 +360,17 @@ def _first_records(names, compression, delimiter, use_quote_delim, count):
 
 
 def _infer_dtype(values, na_value):
-    """int32, int64, float32 or string: the narrowest that reads every value (as TF infers)."""
-    present = [v for v in values if v != "" and v != na_value]
-    for dtype in (dtypes.int32, dtypes.int64):
+    """int32, int64, float32 or string: the narrowest dtype that the CSV parser reads every
+    value (bytes) as, as TF infers (an empty value fits any)."""
+    for dtype in (dtypes.int32, dtypes.int64, dtypes.float32):
+        np_dtype = np.dtype(dtype.as_numpy_dtype)
         try:
-            info = np.iinfo(dtype.as_numpy_dtype)
-            if all(info.min <= int(v) <= info.max for v in present):
-                return dtype
-        except ValueError:
-            pass
-    try:
-        for v in present:
-            float(v)
-        return dtypes.float32
-    except ValueError:
-        return dtypes.string
+            for record, value in enumerate(values):
+                parsing.convert_field(value, 0, np_dtype, na_value, 0, record)
+        except InvalidArgumentError:
+            continue
+        return dtype
+    return dtypes.string
 
 
 def make_csv_dataset(file_pattern, batch_size, column_names=None, column_defaults=None,
@@ -381,15 +393,16 @@ def make_csv_dataset(file_pattern, batch_size, column_names=None, column_default
     who = "make_csv_dataset"
     names = _matching_files(file_pattern)
     compression = _compression(compression_type, who)
-    delimiter = _as_str(field_delim)
+    delimiter = _delimiter(field_delim, who)
+    na_value = _as_bytes(na_value)
     if column_names is None:
         if not header:
             raise ValueError("Expected `column_names` or `header` to be set.")
-        first = _first_records(names[:1], compression, delimiter, use_quote_delim, 1)
+        first = _first_records(names[:1], compression, delimiter, use_quote_delim, 1, False)
         if not first:
             raise ValueError(f"{who}: {names[0]} is empty; it has no header to name the "
                              "columns.")
-        column_names = [name.strip() for name in first[0]]
+        column_names = [_as_str(name).strip() for name in first[0]]
     column_names = [_as_str(n) for n in column_names]
     if len(set(column_names)) != len(column_names):
         raise ValueError(f"{who}: column names must be unique, got {column_names}.")
@@ -407,11 +420,11 @@ def make_csv_dataset(file_pattern, batch_size, column_names=None, column_default
                          f"Received: {label_name!r}.")
     if column_defaults is None:
         rows = _first_records(names, compression, delimiter, use_quote_delim,
-                              num_rows_for_inference + (1 if header else 0))
+                              num_rows_for_inference + (1 if header else 0), ignore_errors)
         rows = rows[1:] if header else rows
         column_defaults = []
         for i in selected:
-            dtype = _infer_dtype([r[i] for r in rows if i < len(r)], _as_str(na_value))
+            dtype = _infer_dtype([r[i] for r in rows if i < len(r)], na_value)
             column_defaults.append(np.array(b"" if dtype is dtypes.string else 0,
                                             dtype=dtype.as_numpy_dtype))
     elif len(column_defaults) != len(selected):
@@ -422,7 +435,7 @@ def make_csv_dataset(file_pattern, batch_size, column_names=None, column_default
         files = files.shuffle(len(names), seed=shuffle_seed)
     columns = _columns(column_defaults, who)
     dataset = DatasetV2(CsvRecords(files._node, columns, compression, bool(header), delimiter,
-                                   bool(use_quote_delim), _as_str(na_value), selected, None,
+                                   bool(use_quote_delim), na_value, selected, None,
                                    bool(ignore_errors)))
     if shuffle:
         dataset = dataset.shuffle(shuffle_buffer_size, seed=shuffle_seed)

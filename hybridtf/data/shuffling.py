@@ -14,8 +14,7 @@ import numpy as np
 from ops import shuffle as kernels
 
 from hybridtf.api import random_ops
-from hybridtf.data.node import IndexSource, Node, close
-from hybridtf.framework.errors import InvalidArgumentError
+from hybridtf.data.node import IndexSource, UnaryNode, new_pass, positive_size
 
 _MASK63 = (1 << 63) - 1
 # Draw words fetched at a time by the element-by-element shuffle.
@@ -30,25 +29,16 @@ def _seed_value(seed):
     return (global_seed * 0x2545F4914F6CDD1D + op_seed * 0x9E3779B97F4A7C15 + 1) & _MASK63
 
 
-class Shuffle(Node):
+class Shuffle(UnaryNode):
     kind = "Shuffle"
 
     def __init__(self, node, buffer_size, seed, reshuffle_each_iteration):
-        buffer_size = int(buffer_size)
-        if buffer_size < 1:
-            raise InvalidArgumentError(None, "shuffle", f"shuffle: buffer_size must be greater "
-                                       f"than zero, got {buffer_size}.")
-        super().__init__(node.structure)
-        self.input = node
-        self.inputs = (node,)
-        self.buffer_size = buffer_size
+        super().__init__(node)
+        self.buffer_size = positive_size(buffer_size, "buffer_size", "shuffle")
         self.seed = _seed_value(seed)
         self.reshuffle = True if reshuffle_each_iteration is None else \
             bool(reshuffle_each_iteration)
         self._passes = itertools.count()   # next() is atomic: passes may start on any thread
-
-    def cardinality(self):
-        return self.input.cardinality()
 
     def _next_counter(self):
         return next(self._passes) if self.reshuffle else 0
@@ -69,17 +59,14 @@ class Shuffle(Node):
                 yield out
         return IndexSource(source.gather, chunks, source.length)
 
-    def iterate(self):
-        if self.input.index_source() is not None:
-            return super().iterate()
-        return self._shuffled(self._next_counter())
+    def _elements(self):
+        return self._shuffled(self._next_counter())   # the pass's counter is taken now
 
     def _shuffled(self, counter):
         """The element-by-element shuffle: ``ops.shuffle``'s algorithm over Python items."""
         words = _Draws(self.seed, counter)
         buffer = []
-        elements = self.input.iterate()
-        try:
+        with new_pass(self.input) as elements:
             for element in elements:
                 if len(buffer) < self.buffer_size:
                     buffer.append(element)
@@ -87,8 +74,6 @@ class Shuffle(Node):
                 slot = words.slot(self.buffer_size)
                 yield buffer[slot]
                 buffer[slot] = element
-        finally:
-            close(elements)
         while buffer:
             slot = words.slot(len(buffer))
             last = buffer.pop()

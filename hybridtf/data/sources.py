@@ -213,13 +213,7 @@ class Zip(Node):
                 result = n if result == INFINITE else min(result, n)
         return result
 
-    def iterate(self):
-        source = self.index_source()
-        if source is not None:
-            return super().iterate()
-        return self._zipped()
-
-    def _zipped(self):
+    def _elements(self):
         passes = [node.iterate() for node in self.nodes]
         try:
             for parts in zip(*passes):

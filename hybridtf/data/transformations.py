@@ -9,57 +9,63 @@ import warnings
 import numpy as np
 
 from hybridtf.data import functions
-from hybridtf.data.node import INFINITE, UNKNOWN, IndexSource, Node, close
+from hybridtf.data.node import INFINITE, UNKNOWN, IndexSource, UnaryNode, close, new_pass
 from hybridtf.framework.errors import InvalidArgumentError
 from hybridtf.framework.tensor_spec import TensorSpec
 
 
-class Map(Node):
+class Map(UnaryNode):
     kind = "Map"
 
     def __init__(self, node, function):
-        super().__init__(function.output_structure)
-        self.input = node
-        self.inputs = (node,)
+        super().__init__(node, function.output_structure)
         self.function = function
 
-    def cardinality(self):
-        return self.input.cardinality()
-
     def iterate(self):
-        elements = self.input.iterate()
-        try:
+        with new_pass(self.input) as elements:
             for element in elements:
                 yield tuple(self.function(element))
-        finally:
-            close(elements)
 
 
-class Filter(Node):
-    kind = "Filter"
+class _Predicated(UnaryNode):
+    """The input's elements as ``predicate`` (a traced function returning one bool) judges
+    them: how many is unknown."""
 
     def __init__(self, node, predicate):
         functions.check_predicate(predicate)
-        super().__init__(node.structure)
-        self.input = node
-        self.inputs = (node,)
+        super().__init__(node)
         self.predicate = predicate
 
     def cardinality(self):
         return UNKNOWN
 
+    def _holds(self, element):
+        result, = self.predicate(element)
+        return functions.truth(result)
+
+
+class Filter(_Predicated):
+    kind = "Filter"
+
     def iterate(self):
-        elements = self.input.iterate()
-        try:
+        with new_pass(self.input) as elements:
             for element in elements:
-                keep, = self.predicate(element)
-                if functions.truth(keep):
+                if self._holds(element):
                     yield element
-        finally:
-            close(elements)
 
 
-class FlatMap(Node):
+class TakeWhile(_Predicated):
+    kind = "TakeWhile"
+
+    def iterate(self):
+        with new_pass(self.input) as elements:
+            for element in elements:
+                if not self._holds(element):
+                    return
+                yield element
+
+
+class FlatMap(UnaryNode):
     """The elements of the dataset ``func`` returns for each input element, one after another.
 
     ``func`` builds a dataset from the element's tensors (and the window datasets), so it runs
@@ -69,28 +75,20 @@ class FlatMap(Node):
     kind = "FlatMap"
 
     def __init__(self, node, make_dataset, structure):
-        super().__init__(structure)
-        self.input = node
-        self.inputs = (node,)
+        super().__init__(node, structure)
         self.make_dataset = make_dataset   # flat element -> the node of its dataset
 
     def cardinality(self):
         return UNKNOWN
 
     def iterate(self):
-        elements = self.input.iterate()
-        try:
+        with new_pass(self.input) as elements:
             for element in elements:
-                inner = self.make_dataset(element).iterate()
-                try:
+                with new_pass(self.make_dataset(element)) as inner:
                     yield from inner
-                finally:
-                    close(inner)
-        finally:
-            close(elements)
 
 
-class Interleave(Node):
+class Interleave(UnaryNode):
     """The datasets ``make_dataset`` returns for ``cycle_length`` input elements at a time,
     taken ``block_length`` elements from each in turn; a dataset that ends is replaced by the
     next input element's."""
@@ -98,9 +96,7 @@ class Interleave(Node):
     kind = "Interleave"
 
     def __init__(self, node, make_dataset, structure, cycle_length, block_length):
-        super().__init__(structure)
-        self.input = node
-        self.inputs = (node,)
+        super().__init__(node, structure)
         self.make_dataset = make_dataset
         self.cycle_length = cycle_length
         self.block_length = block_length
@@ -142,32 +138,7 @@ class Interleave(Node):
             close(elements)
 
 
-class TakeWhile(Node):
-    kind = "TakeWhile"
-
-    def __init__(self, node, predicate):
-        functions.check_predicate(predicate)
-        super().__init__(node.structure)
-        self.input = node
-        self.inputs = (node,)
-        self.predicate = predicate
-
-    def cardinality(self):
-        return UNKNOWN
-
-    def iterate(self):
-        elements = self.input.iterate()
-        try:
-            for element in elements:
-                keep, = self.predicate(element)
-                if not functions.truth(keep):
-                    return
-                yield element
-        finally:
-            close(elements)
-
-
-class Shard(Node):
+class Shard(UnaryNode):
     """Every ``num_shards``-th element, from the ``index``-th."""
 
     kind = "Shard"
@@ -179,9 +150,7 @@ class Shard(Node):
         if not 0 <= index < num_shards:
             raise InvalidArgumentError(None, "shard", f"shard: index must be in [0, "
                                        f"num_shards), got {index} for {num_shards} shards.")
-        super().__init__(node.structure)
-        self.input = node
-        self.inputs = (node,)
+        super().__init__(node)
         self.num_shards, self.index = num_shards, index
 
     def cardinality(self):
@@ -190,19 +159,11 @@ class Shard(Node):
             return n
         return max(0, -(-(n - self.index) // self.num_shards))
 
-    def iterate(self):
-        if self.input.index_source() is not None:
-            return super().iterate()
-        return self._every_nth()
-
-    def _every_nth(self):
-        elements = self.input.iterate()
-        try:
+    def _elements(self):
+        with new_pass(self.input) as elements:
             for i, element in enumerate(elements):
                 if i % self.num_shards == self.index:
                     yield element
-        finally:
-            close(elements)
 
     def index_source(self):
         source = self.input.index_source()
@@ -228,13 +189,11 @@ def _count(value, op_name):
     return count
 
 
-class Repeat(Node):
+class Repeat(UnaryNode):
     kind = "Repeat"
 
     def __init__(self, node, count):
-        super().__init__(node.structure)
-        self.input = node
-        self.inputs = (node,)
+        super().__init__(node)
         self.count = _count(count, "repeat")
 
     def cardinality(self):
@@ -248,21 +207,13 @@ class Repeat(Node):
     def _passes(self):
         return itertools.count() if self.count == -1 else range(self.count)
 
-    def iterate(self):
-        if self.input.index_source() is not None:
-            return super().iterate()
-        return self._repeated()
-
-    def _repeated(self):
+    def _elements(self):
         for _ in self._passes():
             empty = True
-            elements = self.input.iterate()
-            try:
+            with new_pass(self.input) as elements:
                 for element in elements:
                     empty = False
                     yield element
-            finally:
-                close(elements)
             if empty:
                 return   # repeating nothing gives nothing (not a pass that never ends)
 
@@ -302,13 +253,11 @@ def _skipped(chunks, count):
         left = 0
 
 
-class Take(Node):
+class Take(UnaryNode):
     kind = "Take"
 
     def __init__(self, node, count):
-        super().__init__(node.structure)
-        self.input = node
-        self.inputs = (node,)
+        super().__init__(node)
         self.count = _count(count, "take")
 
     def cardinality(self):
@@ -322,21 +271,16 @@ class Take(Node):
     def iterate(self):
         if self.count == -1:
             return self.input.iterate()
-        if self.input.index_source() is not None:
-            return super().iterate()
-        return self._taken()
+        return super().iterate()
 
-    def _taken(self):
+    def _elements(self):
         if self.count == 0:
             return
-        elements = self.input.iterate()
-        try:
+        with new_pass(self.input) as elements:
             for i, element in enumerate(elements):
                 yield element
                 if i + 1 == self.count:
                     return
-        finally:
-            close(elements)
 
     def index_source(self):
         source = self.input.index_source()
@@ -349,13 +293,11 @@ class Take(Node):
                            plain=source.plain)
 
 
-class Skip(Node):
+class Skip(UnaryNode):
     kind = "Skip"
 
     def __init__(self, node, count):
-        super().__init__(node.structure)
-        self.input = node
-        self.inputs = (node,)
+        super().__init__(node)
         self.count = _count(count, "skip")
 
     def cardinality(self):
@@ -364,19 +306,11 @@ class Skip(Node):
             return n
         return 0 if self.count == -1 else max(0, n - self.count)
 
-    def iterate(self):
-        if self.input.index_source() is not None:
-            return super().iterate()
-        return self._skipped()
-
-    def _skipped(self):
-        elements = self.input.iterate()
-        try:
+    def _elements(self):
+        with new_pass(self.input) as elements:
             for i, element in enumerate(elements):
                 if self.count != -1 and i >= self.count:
                     yield element
-        finally:
-            close(elements)
 
     def index_source(self):
         source = self.input.index_source()
@@ -389,31 +323,17 @@ class Skip(Node):
                            self.cardinality())
 
 
-class Enumerate(Node):
+class Enumerate(UnaryNode):
     kind = "Enumerate"
 
     def __init__(self, node, start):
-        from_spec = TensorSpec([], "int64")
-        super().__init__((from_spec, node.structure))
-        self.input = node
-        self.inputs = (node,)
+        super().__init__(node, (TensorSpec([], "int64"), node.structure))
         self.start = int(start)
 
-    def cardinality(self):
-        return self.input.cardinality()
-
-    def iterate(self):
-        if self._plain_source() is not None:
-            return super().iterate()
-        return self._counted()
-
-    def _counted(self):
-        elements = self.input.iterate()
-        try:
+    def _elements(self):
+        with new_pass(self.input) as elements:
             for i, element in enumerate(elements, self.start):
                 yield (np.array(i, np.int64),) + tuple(element)
-        finally:
-            close(elements)
 
     def _plain_source(self):
         source = self.input.index_source()
@@ -428,7 +348,7 @@ class Enumerate(Node):
                            source.chunks, source.length, plain=True)
 
 
-class Cache(Node):
+class Cache(UnaryNode):
     """The first complete pass is kept (in memory, or in ``filename``) and replayed after.
 
     The file is a pickle of the elements: like any pickle, read only cache files you wrote.
@@ -437,15 +357,10 @@ class Cache(Node):
     kind = "Cache"
 
     def __init__(self, node, filename):
-        super().__init__(node.structure)
-        self.input = node
-        self.inputs = (node,)
+        super().__init__(node)
         self.filename = os.fspath(filename) if filename else ""
         self._kept = None
         self._lock = threading.Lock()
-
-    def cardinality(self):
-        return self.input.cardinality()
 
     def _path(self):
         return self.filename + ".cache"
@@ -471,13 +386,10 @@ class Cache(Node):
 
     def _recorded(self):
         record = []
-        elements = self.input.iterate()
-        try:
+        with new_pass(self.input) as elements:
             for element in elements:
                 record.append(element)
                 yield element
-        finally:
-            close(elements)
         with self._lock:   # a pass read to the end: later passes replay it
             if self._kept is None:
                 self._kept = record

@@ -76,6 +76,9 @@ _quiet = fp_errors.ignore
 _restore = fp_errors.restore
 
 LOOP_MIN_SIZE = 4096  # below this a ufunc call is as fast as a flat loop
+# Dtypes whose elementwise ops have no flat loops, only a ufunc: strings (NumPy's object loops)
+# and float16 (computed in float32: ops.elementwise.WidenedUfunc), by dtype.char.
+_UFUNC_ONLY = "Oe"
 
 
 def as_tensor(value, dtype=None):
@@ -173,7 +176,7 @@ def execute_binary(op, x, y):
         op.check_values((a, b), None)
     token = _quiet()
     try:  # free unless raised; NumPy checks broadcasting before running any loop
-        if (a.size < LOOP_MIN_SIZE and b.size < LOOP_MIN_SIZE) or a.dtype.kind == "O":
+        if (a.size < LOOP_MIN_SIZE and b.size < LOOP_MIN_SIZE) or a.dtype.char in _UFUNC_ONLY:
             result = ufunc(a, b)
         elif b.ndim == 0 and a.flags.c_contiguous:
             result = _array_with_scalar(op, ufunc, a, b[()], "loop_as")
@@ -214,7 +217,7 @@ def _tensor_op_python_float(op, x, a, y):
     ufunc = op.fast.get(dtype) or _fast_kernel(op, dtype)
     token = _quiet()
     try:
-        if a.size < LOOP_MIN_SIZE or not a.flags.c_contiguous:
+        if a.size < LOOP_MIN_SIZE or not a.flags.c_contiguous or dtype.char in _UFUNC_ONLY:
             result = ufunc(a, y)
         else:
             result = _array_with_scalar(op, ufunc, a, dtype.type(y), "loop_as")

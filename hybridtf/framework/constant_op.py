@@ -1,15 +1,18 @@
 """Turning Python values, NumPy arrays, tensors and variables into tensors.
 
 Dtype inference follows TF: Python floats -> float32, ints -> int32 (int64 when they do not fit),
-bools -> bool, strings -> string; NumPy arrays keep their dtype.  What TF cannot convert is a
-ValueError, as in TF: ragged nesting, strings mixed with numbers, objects that are neither (None,
-dicts, functions), integers beyond int64 and, by default, floats beyond float32.
+bools -> bool, strings -> string; NumPy arrays keep their dtype; a list holding tensors takes
+theirs.  What TF cannot convert is a ValueError, as in TF: ragged nesting, strings mixed with
+numbers, objects that are neither (None, dicts, functions), integers beyond int64 and, by
+default, floats beyond float32.
 """
+import itertools
 import operator
 
 import numpy as np
 
 from hybridtf.framework import dtypes, fp_errors
+from hybridtf.framework.errors import InvalidArgumentError
 from hybridtf.framework.tensor import Tensor
 
 _INT32_MIN, _INT32_MAX = -2**31, 2**31 - 1
@@ -17,11 +20,12 @@ _INT64_MIN, _INT64_MAX = -2**63, 2**63 - 1
 _PY_SCALARS = (int, float, bool)
 
 
-def _raw_numpy(value):
-    """A NumPy array for a Python value (scalar or nested list), at full precision."""
+def _raw_numpy(value, tensors):
+    """A NumPy array for a Python value (scalar or nested list), at full precision; the tensors
+    (and variables) found in a list are appended to ``tensors``."""
     if isinstance(value, (str, bytes)):
         return np.array(_as_bytes(value), dtype=object)
-    nested = _unwrap_tensors(value)
+    nested = _unwrap_tensors(value, tensors)
     try:
         array = np.array(nested)
     except ValueError:   # NumPy refuses ragged nesting
@@ -92,12 +96,38 @@ def _from_numpy_scalars(value):
     return isinstance(value, np.generic)
 
 
-def _unwrap_tensors(value):
+def _unwrap_tensors(value, tensors):
     if isinstance(value, Tensor) or getattr(value, "_is_variable", False):
-        return np.asarray(value)
+        tensors.append(value)
+        return np.asarray(value)[()]   # a scalar, not a 0-d array: an object one would nest
     if isinstance(value, (list, tuple)):
-        return [_unwrap_tensors(v) for v in value]
+        return [_unwrap_tensors(v, tensors) for v in value]
     return value
+
+
+def _packed(value, first):
+    """``value``, a nested list holding tensors, as TF packs it: in the dtype of its first tensor
+    ``first``.  Its other items are converted to that dtype (TypeError when one does not fit);
+    a tensor of another dtype is InvalidArgumentError."""
+    dtype = first.dtype
+    leaves = itertools.count()   # the index of each item, for errors
+
+    def convert(item):
+        if isinstance(item, (list, tuple)):
+            return [convert(v) for v in item]
+        index = next(leaves)
+        if isinstance(item, Tensor) or getattr(item, "_is_variable", False):
+            if item.dtype is not dtype:
+                raise InvalidArgumentError(
+                    None, "pack", f"Cannot convert {value!r} to a tensor: element {index} has "
+                    f"dtype {item.dtype.name}, but the first tensor's dtype is {dtype.name}; "
+                    "the tensors of a list must share one dtype (cast them with tf.cast).")
+            array = np.asarray(item)
+        else:
+            array = to_numpy(item, dtype)
+        return array[()]
+
+    return np.array(convert(value), dtype=dtype.as_numpy_dtype)
 
 
 def _as_bytes(value):
@@ -109,6 +139,8 @@ def _cast_checked(array, dtype, value):
     target = dtype.as_numpy_dtype
     if array.dtype == np.dtype(target):
         return array
+    if dtype is dtypes.string and array.size == 0:   # [] and other empty values, as in TF
+        return np.empty(array.shape, object)
     if dtype is dtypes.string or array.dtype == object:
         raise TypeError(f"Cannot convert {value!r} to a tensor of dtype {dtype.name}.")
     if dtype.is_integer or dtype.is_bool:
@@ -141,9 +173,10 @@ def to_numpy(value, dtype=None):
                                  f"object type {type(others[0]).__name__}).")
             array = np.vectorize(_as_bytes, otypes=[object])(array)
     else:
-        array = _raw_numpy(value)
+        tensors = []
+        array = _raw_numpy(value, tensors)
         if dtype is None:
-            return _with_default_dtype(array, value)
+            return _packed(value, tensors[0]) if tensors else _with_default_dtype(array, value)
     if dtype is not None:
         array = _cast_checked(array, dtypes.as_dtype(dtype), value)
     return array

@@ -344,6 +344,19 @@ def _flatten_tensor_args(bound, template):
     return flat
 
 
+def _fill_slots(arguments, slots, values):
+    """Puts ``values`` in the ``slots`` (from ``Function._positional_slots``) of a call's
+    ``arguments``: a named parameter takes its value, an entry of ``*args`` is replaced."""
+    starred = {name: list(arguments[name]) for name, i in slots if i is not None}
+    for (name, i), value in zip(slots, values):
+        if i is None:
+            arguments[name] = value
+        else:
+            starred[name][i] = value
+    for name, entries in starred.items():
+        arguments[name] = tuple(entries)
+
+
 def _list_as_array(value):
     if isinstance(value, (list, tuple)):
         try:
@@ -578,14 +591,7 @@ class Function:
         """A copy of ``bound`` with the input_signature's specs for the arguments it describes."""
         copy = inspect.BoundArguments(bound.signature, dict(bound.arguments))
         slots = self._positional_slots(bound)[:len(self._input_signature)]
-        starred = {name: list(bound.arguments[name]) for name, i in slots if i is not None}
-        for (name, i), spec in zip(slots, self._input_signature):
-            if i is None:
-                copy.arguments[name] = spec
-            else:
-                starred[name][i] = spec
-        for name, values in starred.items():
-            copy.arguments[name] = tuple(values)
+        _fill_slots(copy.arguments, slots, self._input_signature)
         return copy
 
     def _apply_input_signature(self, bound):
@@ -614,15 +620,9 @@ class Function:
             raise ValueError("Python inputs incompatible with input_signature:\n"
                              f"  inputs: {tuple(given)!r}\n"
                              f"  input_signature: {self._input_signature!r}")
-        starred = {name: list(bound.arguments[name]) for name, i in slots if i is not None}
-        for (name, i), value, spec in zip(slots, given, self._input_signature):
-            value = nest.map_structure(_as_signature_tensor, value, spec)
-            if i is None:
-                bound.arguments[name] = value
-            else:
-                starred[name][i] = value
-        for name, values in starred.items():
-            bound.arguments[name] = tuple(values)
+        _fill_slots(bound.arguments, slots,
+                    [nest.map_structure(_as_signature_tensor, value, spec)
+                     for value, spec in zip(given, self._input_signature)])
         return bound
 
     # ---- tracing ------------------------------------------------------------------------------

@@ -2,7 +2,6 @@
 from hybridtf.eager.execute import as_tensor, execute, execute1
 from hybridtf.framework import dtypes
 from hybridtf.registry import file_io as FIO
-from hybridtf.saved_model import atomic
 
 
 def read_file(filename, name=None):
@@ -16,5 +15,4 @@ def write_file(filename, contents, name=None):
     if needed.  The file is replaced atomically: readers see the old or the new contents,
     never a part, even if the process is killed while writing."""
     execute(FIO.WRITE_FILE, [as_tensor(filename, dtypes.string),
-                             as_tensor(contents, dtypes.string)],
-            {"replace_file": atomic.write_file})
+                             as_tensor(contents, dtypes.string)], None)

@@ -110,34 +110,31 @@ def rmtree(path):
             os.remove(target)
 
 
-def _check_target(target, overwrite, op_name):
+def _transfer(op_name, src, dst, overwrite, source_exists, action):
+    """``action(source, target)`` after TF's checks: the source must exist
+    (``source_exists``), an existing target is an AlreadyExistsError unless ``overwrite``."""
+    source, target = _path(src, op_name), _path(dst, op_name)
+    with os_errors(op_name, source):
+        if not source_exists(source):
+            raise FileNotFoundError(errno.ENOENT, "No such file or directory", source)
     if not overwrite and os.path.exists(target):
         raise errors.AlreadyExistsError(None, op_name, f"{target}; file already exists (pass "
                                         "overwrite=True to replace it)")
+    with os_errors(op_name, target):
+        action(source, target)
 
 
 def copy(src, dst, overwrite=False):
     """Copies the file ``src`` to ``dst``; an existing ``dst`` is an AlreadyExistsError unless
     ``overwrite``."""
-    source, target = _path(src, "copy"), _path(dst, "copy")
-    with os_errors("copy", source):
-        if not os.path.exists(source):
-            raise FileNotFoundError(errno.ENOENT, "No such file or directory", source)
-    _check_target(target, overwrite, "copy")
-    with os_errors("copy", target):
-        shutil.copyfile(source, target)
+    _transfer("copy", src, dst, overwrite, os.path.exists, shutil.copyfile)
 
 
 def rename(src, dst, overwrite=False):
     """Renames (moves) the file or directory ``src`` to ``dst``; an existing ``dst`` is an
     AlreadyExistsError unless ``overwrite``."""
-    source, target = _path(src, "rename"), _path(dst, "rename")
-    with os_errors("rename", source):
-        if not os.path.lexists(source):
-            raise FileNotFoundError(errno.ENOENT, "No such file or directory", source)
-    _check_target(target, overwrite, "rename")
-    with os_errors("rename", target):
-        os.replace(source, target)
+    # lexists: a dangling symbolic link is renamed as it is.
+    _transfer("rename", src, dst, overwrite, os.path.lexists, os.replace)
 
 
 def stat(path):

@@ -319,6 +319,15 @@ def _is_batch_iterable(x):
             and hasattr(x, "__getitem__") and hasattr(x, "__len__") and not hasattr(x, "shape"))
 
 
+def _reject_separate_targets(y, sample_weight, message):
+    """A ValueError (``message(argument, what)``) for ``y`` or ``sample_weight`` given beside
+    an ``x`` whose batches carry them."""
+    for value, argument, what in ((y, "y", "the targets"),
+                                  (sample_weight, "sample_weight", "the sample weights")):
+        if value is not None:
+            raise ValueError(message(argument, what))
+
+
 def data_for(x, y, sample_weight, batch_size, steps, who, class_weight=None,
              default_batch_size=None):
     """The ``ArrayData``, ``DatasetData`` or ``IterableData`` for ``fit``/``evaluate``/
@@ -327,12 +336,9 @@ def data_for(x, y, sample_weight, batch_size, steps, who, class_weight=None,
     if x is None:
         raise ValueError(f"{who}: x is required (the input data).")
     if isinstance(x, Dataset):
-        for value, argument, what in ((y, "y", "the targets"),
-                                      (sample_weight, "sample_weight", "the sample weights")):
-            if value is not None:
-                raise ValueError(f"{who}: when providing `x` as a tf.data.Dataset, `{argument}` "
-                                 f"should not be passed. Instead, {what} should be included "
-                                 "as part of the tf.data.Dataset.")
+        _reject_separate_targets(y, sample_weight, lambda argument, what: (
+            f"{who}: when providing `x` as a tf.data.Dataset, `{argument}` should not be "
+            f"passed. Instead, {what} should be included as part of the tf.data.Dataset."))
         if batch_size is not None:
             raise ValueError(f"{who}: `batch_size` must not be given when `x` is a "
                              "tf.data.Dataset: the dataset yields the batches (use "
@@ -341,12 +347,9 @@ def data_for(x, y, sample_weight, batch_size, steps, who, class_weight=None,
     if batch_size is None:
         batch_size = default_batch_size
     if _is_batch_iterable(x):
-        if y is not None:
-            raise ValueError(f"{who}: `y` argument is not supported when x is a generator or "
-                             "Sequence: it yields (x, y) batches; leave y=None.")
-        if sample_weight is not None:
-            raise ValueError(f"{who}: `sample_weight` argument is not supported when x is a "
-                             "generator or Sequence: yield (x, y, sample_weight) batches "
-                             "instead.")
+        _reject_separate_targets(y, sample_weight, lambda argument, what: (
+            f"{who}: `{argument}` argument is not supported when x is a generator or Sequence: "
+            f"its batches hold {what} ((x, y) or (x, y, sample_weight) batches); leave "
+            f"{argument}=None."))
         return IterableData(x, steps, who, class_weight)
     return ArrayData(x, y, sample_weight, batch_size, who, class_weight, steps)

@@ -25,10 +25,10 @@ import zlib
 
 import numpy as np
 
-from hybridtf.framework import nest
+from hybridtf.framework import atomic_files, nest
 from hybridtf.framework.tensor_shape import TensorShape
 from hybridtf.keras import h5_format, object_registration, saving
-from hybridtf.saved_model import array_file, atomic
+from hybridtf.saved_model import array_file
 
 _FORMAT = "hybridtf.keras.model"
 _VERSION = 1
@@ -83,7 +83,7 @@ def save_model(model, filepath, overwrite=True):
         with zipfile.ZipFile(f, "w") as zf:
             zf.writestr(_CONFIG_MEMBER, text)
             zf.writestr(saving.KERAS_WEIGHTS_MEMBER, weights.getvalue())
-    atomic.write_file(filepath, write)
+    atomic_files.write_file(filepath, write)
 
 
 def _model_config(model):

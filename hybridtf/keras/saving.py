@@ -11,7 +11,7 @@ The format follows the file name:
   and dtype, followed by the values in ``layer.weights`` order.  Keras cannot read it.
 
 ``load_weights`` tells the two apart by their content, and also reads the weights inside a
-``.keras`` archive.  Files are written atomically (see ``saved_model.atomic``): a process
+``.keras`` archive.  Files are written atomically (see ``framework.atomic_files``): a process
 killed while saving leaves the previous file intact, and the next save removes the temporary
 it left.  Parent directories are created as TF does for checkpoints.
 
@@ -25,12 +25,13 @@ import zipfile
 
 import numpy as np
 
+from hybridtf.framework import atomic_files
 from hybridtf.keras import h5_format
 from hybridtf.keras.models import load_model, save_model  # noqa: F401
 from hybridtf.keras.object_registration import (  # noqa: F401
     CustomObjectScope, custom_object_scope, get_custom_objects, get_registered_name,
     get_registered_object, register_keras_serializable)
-from hybridtf.saved_model import array_file, atomic
+from hybridtf.saved_model import array_file
 
 WEIGHTS_FORMAT = "hybridtf.weights"
 WEIGHTS_VERSION = 1
@@ -78,7 +79,7 @@ def save_weights(layer, filepath, overwrite=True):
                               "pass overwrite=True to replace it or choose another name.")
     weights = _weights_of(layer)
     if filepath.endswith(H5_SUFFIXES):
-        atomic.write_file(filepath, lambda f: h5_format.write(layer, weights, f))
+        atomic_files.write_file(filepath, lambda f: h5_format.write(layer, weights, f))
         return
     arrays = {}
     entries = []

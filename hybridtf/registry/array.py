@@ -1,4 +1,5 @@
 """Array ops: shape changes, joins and splits, gathers, casts, slicing."""
+import math
 import operator
 
 import numpy as np
@@ -10,7 +11,7 @@ from hybridtf.api import array_ops as A
 from hybridtf.api import math_ops as M
 from hybridtf.api import segment_ops as S
 from hybridtf.framework.errors import UnimplementedError
-from hybridtf.registry import OpDef, Spec, checks, register
+from hybridtf.registry import OpDef, Spec, checks, register, sizes
 from hybridtf.registry.elementwise import unbroadcast
 
 
@@ -478,10 +479,30 @@ UNREDUCE = _one(
     lambda record, grads: (M.reduce_sum(grads[0], axis=list(record.attrs["axes"]),
                                         keepdims=record.attrs["keepdims"]), None))
 
-RANGE = _one(
-    "range",
-    lambda arrays, attrs: np.arange(*[np.asarray(a).item() for a in arrays]).astype(
-        attrs["dtype"]),
-    lambda specs, attrs: [Spec((None,), np.dtype(attrs["dtype"]))],
-    check_values=lambda arrays, attrs: (float(np.asarray(arrays[2])) == 0 and checks.fail(
-        "range", "delta must not be zero.")))
+def _range_length(start, limit, delta):
+    """How many values tf.range gives (Python numbers), or InvalidArgumentError when the bounds
+    give no count."""
+    if delta == 0:
+        checks.fail("range", "delta must not be zero.")
+    if all(isinstance(v, int) for v in (start, limit, delta)):
+        return len(range(start, limit, delta))
+    steps = (limit - start) / delta
+    if steps != steps:
+        checks.fail("range", f"start, limit and delta must not be NaN, got {start}, {limit} and "
+                    f"{delta}.")
+    if not steps < 2.0 ** 63:
+        checks.fail("range", f"(limit - start) / delta = {steps:g}: more values than a tensor "
+                    "can hold (at most 2**63 - 1).")
+    return max(math.ceil(steps), 0)
+
+
+def _range_eager(arrays, attrs):
+    start, limit, delta = [np.asarray(a).item() for a in arrays]
+    length = _range_length(start, limit, delta)
+    sizes.check_allocation("range", (length,), attrs["dtype"], "start, limit and delta")
+    # (bounds beyond an integer dtype wrap, as in TF)
+    return np.arange(start, limit, delta).astype(attrs["dtype"])
+
+
+RANGE = sizes.register_opaque("range", _range_eager,
+                              lambda specs, attrs: [Spec((None,), np.dtype(attrs["dtype"]))])

@@ -64,6 +64,13 @@ def allowed_dtype(op_name, np_dtype, allowed, what="x"):
                         f"not support; allowed: {', '.join(allowed)}.")
 
 
+def integer_dtype(op_name, np_dtype, what="indices"):
+    """TypeError naming ``what`` unless ``np_dtype`` is an integer dtype (ids, indices)."""
+    if np.dtype(np_dtype).kind not in "iu":
+        raise TypeError(f"{op_name}: {what} must be an integer tensor (int32 or int64), got "
+                        f"{dtype_name(np_dtype)}; cast it with tf.cast.")
+
+
 def integer(op_name, value, what):
     """``value`` (a Python or NumPy integer, or an integer scalar tensor) as a Python int.
 
@@ -122,6 +129,7 @@ def contiguous(array):
 
 
 def num_elements(shape):
+    """The product of the dimensions of ``shape``; None if one is unknown."""
     n = 1
     for d in shape:
         if d is None:

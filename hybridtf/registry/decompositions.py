@@ -36,6 +36,15 @@ def _matrix_spec(op_name, spec, what="input", square=True):
                     f"{checks.fmt_shape(spec.shape)}.")
 
 
+def _system_specs(op_name, specs):
+    """Checks the (matrix, rhs) inputs of a solver: a square matrix and a right-hand side of
+    one float dtype."""
+    matrix, rhs = specs
+    _matrix_spec(op_name, matrix, "matrix")
+    _matrix_spec(op_name, rhs, "rhs", square=False)
+    checks.same_dtype(op_name, specs, names=("matrix", "rhs"))
+
+
 def _batched(array):
     """A (batch.., m, n) array as a C-contiguous (batch, m, n) one."""
     batch = int(np.prod(array.shape[:-2]))
@@ -164,9 +173,7 @@ LOG_DETERMINANT = register(OpDef(
 def _solve_infer(specs, attrs):
     a, b = specs
     name = "matrix_solve"
-    _matrix_spec(name, a, "matrix")
-    _matrix_spec(name, b, "rhs", square=False)
-    checks.same_dtype(name, specs, names=("matrix", "rhs"))
+    _system_specs(name, specs)
     if a.shape is None or b.shape is None:
         return [Spec(b.shape, b.dtype)]
     same = len(a.shape) == len(b.shape) and all(
@@ -206,9 +213,7 @@ SOLVE = register(OpDef("matrix_solve", "opaque", _solve_eager, _solve_infer, _so
 def _triangular_infer(specs, attrs):
     a, b = specs
     name = "matrix_triangular_solve"
-    _matrix_spec(name, a, "matrix")
-    _matrix_spec(name, b, "rhs", square=False)
-    checks.same_dtype(name, specs, names=("matrix", "rhs"))
+    _system_specs(name, specs)
     if a.shape is None or b.shape is None:
         return [Spec(None, b.dtype)]
     n, rows = a.shape[-1], b.shape[-2]

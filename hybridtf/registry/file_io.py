@@ -4,9 +4,8 @@ shares.
 
 Both ops are stateful, so that inside a traced function they run on every call, in program
 order (a file read is never folded into a constant).  A write replaces the file atomically (a
-reader sees the old contents or the new, never a part) with the function that the op's
-``replace_file`` attribute names: ``saved_model.atomic.write_file``, which every hybridtf save
-uses, handed over by ``tf.io.write_file`` so that the registry needs nothing above it.
+reader sees the old contents or the new, never a part) with ``framework.atomic_files``, which
+every hybridtf save uses.
 """
 import contextlib
 import errno
@@ -14,7 +13,7 @@ import os
 
 import numpy as np
 
-from hybridtf.framework import errors
+from hybridtf.framework import atomic_files, errors
 from hybridtf.registry import OpDef, Spec, checks, register
 
 _ERRORS = {
@@ -85,7 +84,7 @@ def _write_eager(arrays, attrs):
     with os_errors("write_file", path):
         if os.path.isdir(path):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
-        attrs["replace_file"](path, lambda f: f.write(data))
+        atomic_files.write_file(path, lambda f: f.write(data))
     return ()
 
 

@@ -6,6 +6,10 @@ shape and its default's dtype.  Fields follow TF's rules: a field that starts wi
 ``use_quote_delim``) runs to the closing quote, which must be followed by the delimiter or the
 end, and ``""`` inside it is one quote; an unquoted field must not contain a quote or a line
 break; a field that is empty or equals ``na_value`` takes its column's default.
+
+``split_record`` and ``convert_field`` are the one CSV parser: ``tf.data``'s ``CsvDataset``
+and ``make_csv_dataset`` read file records with them too, so quoting rules and errors are the
+same everywhere.
 """
 import numpy as np
 
@@ -16,14 +20,15 @@ _QUOTE = ord('"')
 DTYPES = ("float32", "float64", "int32", "int64", "string")
 
 
-def _quoted(record, start, delimiter):
-    """The text of the quoted field at ``record[start]`` (a quote) and where it ends."""
+def _quoted(record, start, delimiter, op_name):
+    """The text of the quoted field at ``record[start]`` (a quote) and where it ends; None
+    when the record ends inside it."""
     parts = []
     pos = start + 1
     while True:
         close = record.find(b'"', pos)
         if close < 0:
-            checks.fail(OP, "Quoted field has to end with quote followed by delim or end.")
+            return None, len(record)
         parts.append(record[pos:close])
         if record[close + 1:close + 2] == b'"':    # "" is one quote
             parts.append(b'"')
@@ -31,25 +36,33 @@ def _quoted(record, start, delimiter):
             continue
         end = close + 1
         if end < len(record) and record[end] != delimiter:
-            checks.fail(OP, "Quote inside a string has to be escaped by another quote.")
+            checks.fail(op_name, "Quote inside a string has to be escaped by another quote.")
         return b"".join(parts), end
 
 
-def split_record(record, delimiter, use_quote_delim):
-    """The fields (bytes) of one record; ``delimiter`` is one byte, as an int."""
+def split_record(record, delimiter, use_quote_delim, op_name=OP, may_continue=False):
+    """The fields (bytes) of one record; ``delimiter`` is one byte, as an int.
+
+    A record that ends inside a quoted field is an error, except with ``may_continue`` (a line
+    of a file, whose quoted field may go on over the next lines): then the result is None."""
     if not record:
         return []
     fields = []
     pos = 0
     while True:
         if use_quote_delim and record[pos:pos + 1] == b'"':
-            field, pos = _quoted(record, pos, delimiter)
+            field, pos = _quoted(record, pos, delimiter, op_name)
+            if field is None:
+                if may_continue:
+                    return None
+                checks.fail(op_name, "Quoted field has to end with quote followed by delim or "
+                            "end.")
         else:
             end = record.find(bytes([delimiter]), pos)
             end = len(record) if end < 0 else end
             field = record[pos:end]
             if (use_quote_delim and _QUOTE in field) or b"\n" in field or b"\r" in field:
-                checks.fail(OP, "Unquoted fields cannot have quotes/CRLFs inside.")
+                checks.fail(op_name, "Unquoted fields cannot have quotes/CRLFs inside.")
             pos = end
         fields.append(field)
         if pos >= len(record):
@@ -60,7 +73,7 @@ def split_record(record, delimiter, use_quote_delim):
             return fields
 
 
-def _number(text, dtype, field, record):
+def _number(text, dtype, field, record, op_name):
     """``text`` as a number of ``dtype``, or TF's error naming the field and record."""
     try:
         value = text.decode("ascii")
@@ -75,18 +88,21 @@ def _number(text, dtype, field, record):
         return float(value)
     except (UnicodeDecodeError, ValueError):
         kind = checks.dtype_name(dtype) if dtype.kind == "i" else "float"
-        checks.fail(OP, f"Field {field} in record {record} is not a valid {kind}: "
+        checks.fail(op_name, f"Field {field} in record {record} is not a valid {kind}: "
                     f"{text.decode('utf-8', 'replace')}")
 
 
-def _convert(text, default, dtype, na_value, field, record):
+def convert_field(text, default, dtype, na_value, field, record, op_name=OP):
+    """Field ``field`` of record ``record`` (bytes) as a value of ``dtype`` (a NumPy dtype:
+    bytes for strings, else a Python number); an empty field, or one equal to ``na_value``,
+    is ``default`` (None: the field is required)."""
     if not text or text == na_value:
         if default is None:
-            checks.fail(OP, f"Field {field} is required but missing in record {record}!")
+            checks.fail(op_name, f"Field {field} is required but missing in record {record}!")
         return default
     if dtype == object:
         return text
-    return _number(text, dtype, field, record)
+    return _number(text, dtype, field, record, op_name)
 
 
 def _decode_eager(arrays, attrs):
@@ -108,7 +124,8 @@ def _decode_eager(arrays, attrs):
             checks.fail(OP, f"Expect {len(defaults)} fields but have {len(fields)} in record "
                         f"{index}")
         for column, (text, default, dtype) in enumerate(zip(fields, defaults, dtypes)):
-            columns[column][index] = _convert(text, default, dtype, na_value, column, index)
+            columns[column][index] = convert_field(text, default, dtype, na_value, column,
+                                                   index)
     return tuple(np.array(values, dtype=dtype).reshape(records.shape)
                  for values, dtype in zip(columns, dtypes))
 

@@ -10,23 +10,13 @@ from ops import scatter as kernels
 from hybridtf.api import array_ops as A
 from hybridtf.api import math_ops as M
 from hybridtf.api import scatter_ops as X
-from hybridtf.registry import OpDef, Spec, checks, register, sizes
+from hybridtf.registry import Spec, checks, sizes
 
 REAL = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
         "uint32", "uint64")
 
 
-def _one(name, eager, infer, grad=None, **kw):
-    return register(OpDef(name, "opaque", sizes.reporting_memory(name, eager), infer, grad, **kw))
-
-
 # ---- shared checks ------------------------------------------------------------------------------
-def index_dtype(op_name, dtype, what="indices"):
-    if np.dtype(dtype).kind not in "iu":
-        raise TypeError(f"{op_name}: {what} must be an integer tensor (int32 or int64), got "
-                        f"{checks.dtype_name(dtype)}; cast it with tf.cast.")
-
-
 def compatible(a, b):
     """Whether two shapes (dims may be None) can be the same."""
     return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b))
@@ -50,7 +40,7 @@ def check_index_tuples(op_name, indices, dims, shape, batch_dims=0, what="shape"
 def _tuple_length(op_name, indices, rank, batch_dims, what):
     """K, the length of the index tuples, checked against the rank of the indexed shape; None
     while tracing with indices whose last dimension is unknown (checked when the op runs)."""
-    index_dtype(op_name, indices.dtype)
+    checks.integer_dtype(op_name, indices.dtype)
     if len(indices.shape) < 1 + batch_dims:
         checks.fail(op_name, f"indices must have rank >= {1 + batch_dims} (index tuples along "
                     f"the last axis), got shape {checks.fmt_shape(indices.shape)}.")
@@ -74,7 +64,7 @@ def _gather_nd_infer(specs, attrs):
     params, indices = specs
     b = attrs["batch_dims"]
     if params.shape is None or indices.shape is None:   # checked when the op runs
-        index_dtype("gather_nd", indices.dtype)
+        checks.integer_dtype("gather_nd", indices.dtype)
         return [Spec(None, params.dtype)]
     if len(params.shape) == 0:
         checks.fail("gather_nd", "params must have rank >= 1, got a scalar.")
@@ -92,7 +82,7 @@ def _gather_nd_check(arrays, attrs):
                        params.shape, b, "params of shape")
 
 
-GATHER_ND = _one(
+GATHER_ND = sizes.register_opaque(
     "gather_nd",
     lambda arrays, attrs: kernels.gather_nd(arrays[0], arrays[1], attrs["batch_dims"]),
     _gather_nd_infer,
@@ -106,7 +96,7 @@ GATHER_ND = _one(
 def _scatter_shapes(op_name, shape, indices, updates, batch_dims=0):
     """Checks that ``updates`` fits index tuples ``indices`` into ``shape`` (as far as their
     ranks are known: the rest is checked when the op runs)."""
-    index_dtype(op_name, indices.dtype)
+    checks.integer_dtype(op_name, indices.dtype)
     if shape is None or indices.shape is None or updates.shape is None:
         return
     k = _tuple_length(op_name, indices, len(shape), batch_dims, "a tensor")
@@ -161,7 +151,7 @@ def _scatter_nd_eager(arrays, attrs):
                               attrs["batch_dims"])
 
 
-SCATTER_ND = _one(
+SCATTER_ND = sizes.register_opaque(
     "scatter_nd", _scatter_nd_eager, _scatter_nd_infer,
     lambda record, grads: (None, X.gather_nd(grads[0], record.inputs[0],
                                              batch_dims=record.attrs["batch_dims"]), None),
@@ -220,7 +210,7 @@ def _scatter_extremum_grad(record, grads):
 
 def _tensor_scatter_op(mode, grad):
     name, eager, infer, check = _tensor_scatter(mode)
-    return _one(name, eager, infer, grad, check_values=check)
+    return sizes.register_opaque(name, eager, infer, grad, check_values=check)
 
 
 TENSOR_SCATTER_UPDATE = _tensor_scatter_op("update", _scatter_update_grad)
@@ -264,7 +254,7 @@ def _boolean_mask_eager(arrays, attrs):
     return kernels.boolean_mask(tensor, mask, mask_axis(tensor.shape, mask.shape, attrs["axis"]))
 
 
-BOOLEAN_MASK = _one(
+BOOLEAN_MASK = sizes.register_opaque(
     "boolean_mask", _boolean_mask_eager, _boolean_mask_infer,
     lambda record, grads: (X.boolean_mask_grad(grads[0], record.inputs[1], record.inputs[0],
                                                record.attrs["axis"]), None))
@@ -284,7 +274,7 @@ def _boolean_mask_grad_check(arrays, attrs):
                     f"the mask selects {np.count_nonzero(mask)}.")
 
 
-BOOLEAN_MASK_GRAD = _one(
+BOOLEAN_MASK_GRAD = sizes.register_opaque(
     "boolean_mask_grad", _boolean_mask_grad_eager,
     lambda specs, attrs: [Spec(specs[2].shape, specs[0].dtype)],
     lambda record, grads: (X.boolean_mask(grads[0], record.inputs[1], axis=record.attrs["axis"]),
@@ -294,7 +284,7 @@ BOOLEAN_MASK_GRAD = _one(
 
 # ---- taking and putting along an axis (the gradients of sorts and top_k) ------------------------
 def _along_infer(op_name, x_shape, indices, axis):
-    index_dtype(op_name, indices.dtype)
+    checks.integer_dtype(op_name, indices.dtype)
     if x_shape is None or indices.shape is None:   # checked when the op runs
         return
     rank = len(x_shape)
@@ -328,7 +318,7 @@ def _take_along_infer(specs, attrs):
     return [Spec(indices.shape, x.dtype)]
 
 
-TAKE_ALONG_AXIS = _one(
+TAKE_ALONG_AXIS = sizes.register_opaque(
     "take_along_axis",
     lambda arrays, attrs: kernels.take_along_axis(
         arrays[0], arrays[1], checks.axis("take_along_axis", attrs["axis"], arrays[0].ndim)),
@@ -342,13 +332,14 @@ TAKE_ALONG_AXIS = _one(
 def _put_along_infer(specs, attrs):
     values, indices, like = specs
     _along_infer("put_along_axis", like.shape, indices, attrs["axis"])
-    if values.shape is not None and indices.shape is not None and not compatible(tuple(values.shape), tuple(indices.shape)):
+    if values.shape is not None and indices.shape is not None and \
+            not compatible(tuple(values.shape), tuple(indices.shape)):
         checks.fail("put_along_axis", f"values {checks.fmt_shape(values.shape)} and indices "
                     f"{checks.fmt_shape(indices.shape)} must have the same shape.")
     return [Spec(like.shape, values.dtype)]
 
 
-PUT_ALONG_AXIS = _one(
+PUT_ALONG_AXIS = sizes.register_opaque(
     "put_along_axis",
     lambda arrays, attrs: kernels.put_along_axis_add(
         arrays[0], arrays[1], arrays[2].shape,

@@ -14,23 +14,13 @@ from hybridtf.api import array_ops as A
 from hybridtf.api import math_ops as M
 from hybridtf.api import scatter_ops as X
 from hybridtf.api import segment_ops as S
-from hybridtf.registry import OpDef, Spec, checks, register, sizes
+from hybridtf.registry import Spec, checks, sizes
 from hybridtf.registry import array as AR
 from hybridtf.registry import scatter as XR
 
 REAL = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
         "uint32", "uint64")
 FLOATS = ("float16", "float32", "float64")
-
-
-def _one(name, eager, infer, grad=None, **kw):
-    return register(OpDef(name, "opaque", sizes.reporting_memory(name, eager), infer, grad, **kw))
-
-
-def _ids_dtype(op_name, dtype, what="segment_ids"):
-    if np.dtype(dtype).kind not in "iu":
-        raise TypeError(f"{op_name}: {what} must be an integer tensor (int32 or int64), got "
-                        f"{checks.dtype_name(dtype)}.")
 
 
 def mean_dtype(dtype):
@@ -146,7 +136,7 @@ def _sorted_infer(name, reduction):
     def infer(specs, attrs):
         data, ids = specs
         checks.allowed_dtype(name, data.dtype, REAL, "data")
-        _ids_dtype(name, ids.dtype)
+        checks.integer_dtype(name, ids.dtype, "segment_ids")
         if data.shape is None or ids.shape is None:   # checked when the op runs
             return [Spec(None, data.dtype)]
         if len(ids.shape) != 1 or len(data.shape) == 0:
@@ -191,8 +181,8 @@ def _sorted_eager(reduction):
 
 def _sorted_op(reduction):
     name = f"segment_{reduction}"
-    return _one(name, _sorted_eager(reduction), _sorted_infer(name, reduction),
-                _GRADS[reduction], check_values=_sorted_check(name))
+    return sizes.register_opaque(name, _sorted_eager(reduction), _sorted_infer(name, reduction),
+                                 _GRADS[reduction], check_values=_sorted_check(name))
 
 
 SEGMENT_SUM = _sorted_op("sum")
@@ -207,7 +197,7 @@ def _unsorted_infer(name, reduction):
     def infer(specs, attrs):
         data, ids = specs[:2]
         checks.allowed_dtype(name, data.dtype, FLOATS if reduction == "sqrt_n" else REAL, "data")
-        _ids_dtype(name, ids.dtype)
+        checks.integer_dtype(name, ids.dtype, "segment_ids")
         dtype = mean_dtype(data.dtype) if reduction == "mean" else data.dtype
         if data.shape is None or ids.shape is None:   # checked when the op runs
             return [Spec(None, dtype)]
@@ -244,8 +234,9 @@ def _unsorted_eager(reduction):
 
 def _unsorted_op(reduction):
     name = f"unsorted_segment_{reduction}"
-    return _one(name, _unsorted_eager(reduction), _unsorted_infer(name, reduction),
-                _GRADS[reduction], check_values=_unsorted_check(name))
+    return sizes.register_opaque(name, _unsorted_eager(reduction),
+                                 _unsorted_infer(name, reduction), _GRADS[reduction],
+                                 check_values=_unsorted_check(name))
 
 
 UNSORTED_SEGMENT_SUM = _unsorted_op("sum")
@@ -283,7 +274,7 @@ def _bincount_lengths(arrays, attrs):
 
 def _bincount_infer(specs, attrs):
     arr = specs[0]
-    _ids_dtype("bincount", arr.dtype, "arr")
+    checks.integer_dtype("bincount", arr.dtype, "arr")
     minlength, maxlength = attrs["minlength"], attrs["maxlength"]
     if maxlength is not None and maxlength < 0:
         checks.fail("bincount", f"maxlength must be >= 0, got {maxlength}.")
@@ -298,6 +289,8 @@ def _bincount_infer(specs, attrs):
             checks.fail("bincount", f"weights (shape {checks.fmt_shape(weights.shape)}) must "
                         f"have the shape of arr ({checks.fmt_shape(arr.shape)}).")
     dtype = specs[1].dtype if attrs["weighted"] else np.dtype(attrs["dtype"])
+    if not attrs["weighted"]:
+        checks.allowed_dtype("bincount", dtype, REAL, "dtype")
     size = maxlength if maxlength is not None and minlength is not None and \
         minlength >= maxlength else None
     if attrs["axis"] != -1:
@@ -331,14 +324,15 @@ def _bincount_eager(arrays, attrs):
     return kernels.bincount(arr, size, weights, attrs["binary_output"], attrs["dtype"])
 
 
-BINCOUNT = _one("bincount", _bincount_eager, _bincount_infer, check_values=_bincount_check)
+BINCOUNT = sizes.register_opaque("bincount", _bincount_eager, _bincount_infer,
+                                 check_values=_bincount_check)
 
 
 # ---- confusion_matrix ---------------------------------------------------------------------------
 def _confusion_infer(specs, attrs):
     labels, predictions, weights = specs[:3]
     for what, spec in (("labels", labels), ("predictions", predictions)):
-        _ids_dtype("confusion_matrix", spec.dtype, what)
+        checks.integer_dtype("confusion_matrix", spec.dtype, what)
     shapes = [(None,) if s.shape is None else s.shape for s in (labels, predictions, weights)]
     if any(len(s) != 1 for s in shapes) or len({s[0] for s in shapes} - {None}) > 1:
         checks.fail("confusion_matrix", "labels, predictions and weights must be vectors of one "
@@ -363,7 +357,7 @@ def _confusion_grad(record, grads):
     return None, None, X.gather_nd(grads[0], pairs)
 
 
-CONFUSION_MATRIX = _one(
+CONFUSION_MATRIX = sizes.register_opaque(
     "confusion_matrix",
     lambda arrays, attrs: kernels.confusion_matrix(
         arrays[0], arrays[1], sizes.value(arrays, attrs, "num_classes", 3), arrays[2],

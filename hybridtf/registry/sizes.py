@@ -4,14 +4,19 @@ graph runs (``num_segments=tf.reduce_max(ids) + 1`` inside a ``tf.function``).
 An op takes such an argument as an attribute when its value is known (a Python int, a NumPy
 value, an eager tensor or a variable), which keeps the output shape static while tracing, and
 otherwise as one more input at the end of its inputs, with the attribute None.
+
+A wrong value can ask such an op for a result larger than memory: it gets TF's
+ResourceExhaustedError naming the op, never a bare MemoryError.
 """
 import functools
+import math
+import os
 
 import numpy as np
 
 from hybridtf.framework.errors import ResourceExhaustedError
 from hybridtf.framework.tensor import Tensor
-from hybridtf.registry import checks
+from hybridtf.registry import OpDef, checks, register
 
 
 def split(value, op_name, what, rank=0):
@@ -73,3 +78,40 @@ def reporting_memory(op_name, eager):
                 None, op_name, f"{op_name}: out of memory for the result ({err}); check the "
                 "values that set its size.") from None
     return run
+
+
+def _memory_size():
+    """This machine's memory in bytes, or None where the system does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+MEMORY_SIZE = _memory_size()
+
+
+def _in_units(nbytes):
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if nbytes < 1024:
+            return f"{nbytes:.4g} {unit}"
+        nbytes /= 1024
+    return f"{nbytes:.4g} TiB"
+
+
+def check_allocation(op_name, shape, dtype, set_by):
+    """ResourceExhaustedError naming the op, the shape, the dtype and the arguments ``set_by``
+    that set the shape, for a result larger than this machine's memory: refused before anything
+    is allocated (an allocation NumPy is granted may still be more than can be written)."""
+    nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+    if MEMORY_SIZE is not None and nbytes > MEMORY_SIZE:
+        raise ResourceExhaustedError(
+            None, op_name, f"{op_name}: OOM when allocating a tensor of shape {list(shape)} and "
+            f"type {checks.dtype_name(dtype)}: {_in_units(nbytes)}, more than this machine's "
+            f"{_in_units(MEMORY_SIZE)} of memory; check {set_by}.")
+
+
+def register_opaque(name, eager, infer, grad=None, **kw):
+    """Registers an opaque op whose result size comes from its input values, its ``eager``
+    run ``reporting_memory``."""
+    return register(OpDef(name, "opaque", reporting_memory(name, eager), infer, grad, **kw))

@@ -5,20 +5,10 @@ import numpy as np
 from ops import sorting as kernels
 
 from hybridtf.api import scatter_ops as X
-from hybridtf.registry import OpDef, Spec, checks, register, sizes
+from hybridtf.registry import Spec, checks, sizes
 
 REAL = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
         "uint32", "uint64")
-
-
-def _one(name, eager, infer, grad=None, **kw):
-    return register(OpDef(name, "opaque", sizes.reporting_memory(name, eager), infer, grad, **kw))
-
-
-def _ints(op_name, dtype, what):
-    if np.dtype(dtype).kind not in "iu":
-        raise TypeError(f"{op_name}: {what} must be an integer tensor (int32 or int64), got "
-                        f"{checks.dtype_name(dtype)}.")
 
 
 # ---- sort ---------------------------------------------------------------------------------------
@@ -48,7 +38,7 @@ def _sort_grad(record, grads):
     return (X.put_along_axis(grads[0], record.outputs[1], record.inputs[0], record.attrs["axis"]),)
 
 
-SORT = _one("sort", _sort_eager, _sort_infer, _sort_grad, num_outputs=2)
+SORT = sizes.register_opaque("sort", _sort_eager, _sort_infer, _sort_grad, num_outputs=2)
 
 
 # ---- top_k --------------------------------------------------------------------------------------
@@ -85,9 +75,10 @@ def _top_k_grad(record, grads):
     return X.put_along_axis(grads[0], record.outputs[1], record.inputs[0], -1), None
 
 
-TOP_K = _one("top_k", _top_k_eager, _top_k_infer, _top_k_grad, num_outputs=2,
-             check_values=lambda arrays, attrs: _check_k(sizes.value(arrays, attrs, "k"),
-                                                         arrays[0].shape[-1]))
+TOP_K = sizes.register_opaque(
+    "top_k", _top_k_eager, _top_k_infer, _top_k_grad, num_outputs=2,
+    check_values=lambda arrays, attrs: _check_k(sizes.value(arrays, attrs, "k"),
+                                                arrays[0].shape[-1]))
 
 
 # ---- in_top_k -----------------------------------------------------------------------------------
@@ -96,7 +87,7 @@ def _in_top_k_infer(specs, attrs):
     if predictions.dtype != np.float32:
         raise TypeError(f"in_top_k: predictions must be float32, got "
                         f"{checks.dtype_name(predictions.dtype)}; cast them with tf.cast.")
-    _ints("in_top_k", targets.dtype, "targets")
+    checks.integer_dtype("in_top_k", targets.dtype, "targets")
     if predictions.shape is None or targets.shape is None:
         return [Spec((None,), np.dtype(np.bool_))]
     if len(predictions.shape) != 2 or len(targets.shape) != 1:
@@ -112,7 +103,7 @@ def _in_top_k_infer(specs, attrs):
     return [Spec((rows if rows is not None else n,), np.dtype(np.bool_))]
 
 
-IN_TOP_K = _one(
+IN_TOP_K = sizes.register_opaque(
     "in_top_k",
     lambda arrays, attrs: kernels.in_top_k(arrays[1], arrays[0], sizes.value(arrays, attrs, "k")),
     _in_top_k_infer)
@@ -138,7 +129,7 @@ def _searchsorted_infer(specs, attrs):
     return [Spec(values.shape, np.dtype(attrs["out_type"]))]
 
 
-SEARCHSORTED = _one(
+SEARCHSORTED = sizes.register_opaque(
     "searchsorted",
     lambda arrays, attrs: kernels.searchsorted(arrays[0], arrays[1], attrs["side"] == "right",
                                                attrs["out_type"]),
@@ -158,5 +149,6 @@ def _unique_infer(specs, attrs):
     return [Spec((None,), x.dtype), Spec(idx_shape, index), Spec((None,), index)]
 
 
-UNIQUE = _one("unique", lambda arrays, attrs: kernels.unique(arrays[0], attrs["out_idx"]),
-              _unique_infer, num_outputs=3)
+UNIQUE = sizes.register_opaque(
+    "unique", lambda arrays, attrs: kernels.unique(arrays[0], attrs["out_idx"]), _unique_infer,
+    num_outputs=3)

@@ -16,7 +16,7 @@ import zlib
 
 import numpy as np
 
-from hybridtf.saved_model import atomic
+from hybridtf.framework import atomic_files
 
 MANIFEST_KEY = "__manifest__"
 
@@ -44,7 +44,7 @@ def write_arrays(path, manifest, arrays):
         payload[name] = array
     text = json.dumps(manifest, sort_keys=True).encode("utf-8")
     payload[MANIFEST_KEY] = np.frombuffer(text, dtype=np.uint8)
-    atomic.write_file(path, lambda f: np.savez(f, **payload))
+    atomic_files.write_file(path, lambda f: np.savez(f, **payload))
 
 
 def read_arrays(path, what, expected_format, max_version, data=None):

@@ -84,8 +84,7 @@ class GraphWriter:
         return {
             "name": graph.name,
             "inputs": [_tensor_spec(t) | {"label": _label(t)} for t in graph.inputs],
-            "captures": [{"key": self._store_array(_capture_array(tensor, self._context()))}
-                         for tensor, _ in graph.captures],
+            "captures": [self._capture(tensor) for tensor, _ in graph.captures],
             "variables": [self._variable_index(v) for v, _ in graph.variables],
             "outer_inputs": [_tensor_spec(ph) for _, ph in graph.outer_inputs],
             "nodes": nodes,
@@ -96,6 +95,13 @@ class GraphWriter:
             "initial_values": [[self._variable_index(v), ref(t, "variable value")]
                                for v, t in graph._initial_values.values()],
         }
+
+    def _capture(self, tensor):
+        """A captured constant: numbers go to the array store, strings inline."""
+        array = np.asarray(tensor._value)
+        if array.dtype.hasobject:
+            return values.encode_strings(array)
+        return {"key": self._store_array(array)}
 
     def _node(self, graph, node, refs):
         op = node.op
@@ -169,14 +175,6 @@ def _printable_template(template):
     return nest.map_structure(leaf, template)
 
 
-def _capture_array(tensor, context):
-    array = np.asarray(tensor._value)
-    if array.dtype.hasobject:
-        raise UnsavableGraphError(f"{context} captures a string tensor {tensor!r}; string "
-                                  "constants cannot be saved yet. Pass it as an argument.")
-    return array
-
-
 def _tensor_spec(t):
     shape = t._static_shape
     return {"shape": None if shape is None else [None if d is None else int(d) for d in shape],
@@ -233,7 +231,8 @@ class GraphReader:
         for spec in data["inputs"]:
             graph.placeholder(_shape(spec), np.dtype(spec["dtype"]), spec["label"])
         for capture in data["captures"]:
-            tensor = Tensor(self._load_array(capture["key"]))
+            tensor = Tensor(values.decode_strings(capture) if "$" in capture
+                            else self._load_array(capture["key"]))
             array = tensor._value
             ph = graph._tensor(None, None, array.shape, array.dtype, "capture")
             graph.captures.append((tensor, ph))

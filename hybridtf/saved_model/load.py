@@ -8,10 +8,11 @@ restored variables).  The root also has ``signatures``, the saved serving signat
 import json
 import os
 
+from hybridtf.framework import atomic_files
 from hybridtf.framework.tensor_shape import TensorShape
 from hybridtf.framework.variables import Variable
 from hybridtf.module import Module, _VALID_IDENTIFIER
-from hybridtf.saved_model import array_file, atomic
+from hybridtf.saved_model import array_file
 from hybridtf.saved_model.function_serialization import deserialise_concrete
 from hybridtf.saved_model.graph_serialization import GraphReader
 from hybridtf.saved_model.restored_function import RestoredFunction, SignatureFunction
@@ -149,11 +150,11 @@ def _data_file(export_dir, model, key):
     files = model.get("files")
     name = files.get(key) if isinstance(files, dict) else None
     directory, stem, suffix = DATA_FILES[key]
-    token = atomic.token_of(name.rsplit("/", 1)[-1], stem, suffix) \
+    token = atomic_files.token_of(name.rsplit("/", 1)[-1], stem, suffix) \
         if isinstance(name, str) else None
     # Only the exact name a save writes: never a path out of the directory.
     if token is None or name != "/".join(filter(None, (
-            directory, atomic.versioned_name(stem, token, suffix)))):
+            directory, atomic_files.versioned_name(stem, token, suffix)))):
         raise CorruptSavedModelError(
             export_dir, f"The SavedModel file {os.path.join(export_dir, MODEL_FILE)!r} is "
             f"damaged: it names no valid {key} file ({name!r}). Save the model again.")

@@ -9,7 +9,7 @@ Layout of ``export_dir``::
                                        attributes
     .saved_model.json.lock             taken by each save, so that saves follow one another
 
-Saving is atomic (see ``saved_model.atomic``): the data files of a save get names of their own
+Saving is atomic (see ``framework.atomic_files``): the data files of a save get names of their own
 and are written and fsync'ed first; replacing ``saved_model.json`` (one rename) switches to
 the new save; the previous save's data files are deleted after that.  A process killed at any
 moment leaves the previous SavedModel, or the new one, loadable -- never a mix; and the next
@@ -20,10 +20,10 @@ import os
 
 import numpy as np
 
-from hybridtf.framework import nest
+from hybridtf.framework import atomic_files, nest
 from hybridtf.framework.tensor_spec import TensorSpec
 from hybridtf.graph.function import _TENSOR_OUTPUT, ConcreteFunction, Function
-from hybridtf.saved_model import array_file, atomic
+from hybridtf.saved_model import array_file
 from hybridtf.saved_model.function_serialization import serialise_concrete
 from hybridtf.saved_model.graph_serialization import GraphWriter
 from hybridtf.saved_model.object_graph import ObjectGraph, concrete_functions_of
@@ -267,16 +267,16 @@ def _write_directory(export_dir, model, arrays):
     export_dir = os.path.abspath(export_dir)
     if not os.path.isdir(export_dir):
         os.makedirs(export_dir, exist_ok=True)
-        atomic.fsync_directory(os.path.dirname(export_dir))
+        atomic_files.fsync_directory(os.path.dirname(export_dir))
     model_path = os.path.join(export_dir, MODEL_FILE)
-    with atomic.exclusive(model_path), atomic.live_save() as token:
+    with atomic_files.exclusive(model_path), atomic_files.live_save() as token:
         # What killed saves left: their temporaries always, their data files only when the
         # current saved_model.json can be read (so that we know which files it needs).
-        atomic.remove_stale_temporaries(model_path)
+        atomic_files.remove_stale_temporaries(model_path)
         _remove_old_data_files(export_dir, _current_tokens(export_dir))
         files = {}
         for key, (directory, stem, suffix) in DATA_FILES.items():
-            files[key] = os.path.join(directory, atomic.versioned_name(stem, token, suffix))
+            files[key] = os.path.join(directory, atomic_files.versioned_name(stem, token, suffix))
             array_file.write_arrays(
                 os.path.join(export_dir, files[key]),
                 {"format": DATA_FORMATS[key], "version": VERSION, "save_id": token},
@@ -284,7 +284,7 @@ def _write_directory(export_dir, model, arrays):
         model = dict(model, save_id=token, files={k: v.replace(os.sep, "/")
                                                   for k, v in files.items()})
         text = json.dumps(model, separators=(",", ":")).encode("utf-8")
-        atomic.write_file(model_path, lambda f: f.write(text))     # the switch
+        atomic_files.write_file(model_path, lambda f: f.write(text))     # the switch
         _remove_old_data_files(export_dir, {token})
         for name in V1_FILES.values():
             if os.path.isfile(os.path.join(export_dir, name)):
@@ -304,7 +304,7 @@ def _current_tokens(export_dir):
     tokens = set()
     for key, (_, stem, suffix) in DATA_FILES.items():
         name = files.get(key) if isinstance(files, dict) else None
-        token = atomic.token_of(os.path.basename(name), stem, suffix) \
+        token = atomic_files.token_of(os.path.basename(name), stem, suffix) \
             if isinstance(name, str) else None
         if token is not None:
             tokens.add(token)
@@ -315,4 +315,4 @@ def _remove_old_data_files(export_dir, keep):
     if keep is None:
         return
     for directory, stem, suffix in DATA_FILES.values():
-        atomic.remove_stale_versions(os.path.join(export_dir, directory), stem, suffix, keep)
+        atomic_files.remove_stale_versions(os.path.join(export_dir, directory), stem, suffix, keep)

@@ -7,6 +7,7 @@ kernels index with these values and the compiler keys code on them.  Arrays go t
 store (the SavedModel's ``.npz``), nested graphs to the graph table; both are passed in as
 callbacks so this module knows nothing of files or graphs.
 """
+import base64
 import collections
 import sys
 
@@ -35,6 +36,8 @@ def encode(value, store_array, store_graph):
     if kind in _JSON_SCALARS:
         return value
     if isinstance(value, np.ndarray):
+        if value.dtype.hasobject:
+            return encode_strings(value)
         return {"$": "array", "key": store_array(value)}
     if isinstance(value, np.generic):
         return {"$": "npscalar", "dtype": value.dtype.name, "v": enc(value.item())}
@@ -50,7 +53,7 @@ def encode(value, store_array, store_graph):
         return encode_spec(value)
     if isinstance(value, TensorSlot):
         return {"$": "slot", "i": value.index}
-    if kind is Spec or _is_shape_dtype_pair(value):
+    if kind is Spec:
         shape = None if value.shape is None else [None if d is None else int(d)
                                                   for d in value.shape]
         return {"$": "opspec", "shape": shape, "dtype": np.dtype(value.dtype).name}
@@ -79,10 +82,22 @@ def encode(value, store_array, store_graph):
     raise UnsavableValueError(f"{_short_repr(value)} of type {type(value).__name__}")
 
 
-def _is_shape_dtype_pair(value):
-    # control flow's output/loop specs: any small object with exactly .shape and .dtype.
-    slots = getattr(type(value), "__slots__", None)
-    return slots is not None and tuple(slots) == ("shape", "dtype")
+def encode_strings(array):
+    """A ``tf.string`` array (bytes objects) as JSON: its shape and each string in base64 (the
+    array store holds numbers only: it never pickles)."""
+    flat = array.reshape(-1)
+    if not all(isinstance(s, bytes) for s in flat):
+        raise UnsavableValueError(f"an object array that is not a tf.string array "
+                                  f"({_short_repr(array)})")
+    return {"$": "strings", "shape": list(array.shape),
+            "v": [base64.b64encode(s).decode("ascii") for s in flat]}
+
+
+def decode_strings(data):
+    flat = [base64.b64decode(s.encode("ascii"), validate=True) for s in data["v"]]
+    array = np.empty(len(flat), dtype=object)
+    array[:] = flat
+    return array.reshape(data["shape"])
 
 
 def encode_spec(spec):
@@ -117,6 +132,8 @@ def decode(data, load_array, load_graph):
     tag = data.get("$")
     if tag == "array":
         return load_array(data["key"])
+    if tag == "strings":
+        return decode_strings(data)
     if tag == "npscalar":
         return np.dtype(data["dtype"]).type(dec(data["v"]))
     if tag == "npdtype":

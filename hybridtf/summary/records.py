@@ -1,17 +1,16 @@
 """TensorBoard event records, built with the ``tensorboard`` package (its event-file writer, its
-protocol buffers and its plugins' metadata) and Pillow (PNG images).
+protocol buffers and its plugins' metadata); images are encoded as PNG by ``ops.png``, the
+encoder of ``tf.io.encode_png``.
 
-This module imports them at its top; the writers load it when the first file writer is
-created, so ``import hybridtf`` works without them.  The records are the ones TF 2 writes:
+This module imports ``tensorboard`` at its top; the writers load it when the first file writer
+is created, so ``import hybridtf`` works without it.  The records are the ones TF 2 writes:
 each summary is an ``Event`` at a step holding one tensor value with its plugin's metadata --
 scalars as float32 scalars, histograms as ``[k, 3]`` float64 buckets, images as a string
 vector ``[width, height, png, ...]``, text as string tensors.
 """
-import io
 import time
 
 import numpy as np
-from PIL import Image
 from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2, types_pb2
 from tensorboard.plugins.graph import metadata as graph_metadata
 from tensorboard.plugins.histogram import metadata as histogram_metadata
@@ -19,6 +18,8 @@ from tensorboard.plugins.image import metadata as image_metadata
 from tensorboard.plugins.scalar import metadata as scalar_metadata
 from tensorboard.plugins.text import metadata as text_metadata
 from tensorboard.summary.writer.event_file_writer import EventFileWriter  # noqa: F401
+
+from ops import png
 
 from hybridtf.framework.errors import InvalidArgumentError
 from hybridtf.summary import values
@@ -109,18 +110,9 @@ def image_tensor(array, max_outputs):
     if len(chosen) and (height == 0 or width == 0):
         raise InvalidArgumentError(None, "image", f"image: cannot encode images of height "
                                    f"{height} and width {width} as PNG.")
-    pngs = [encode_png(image) for image in chosen]
+    pngs = [png.write(image) for image in chosen]
     return tensor_proto(np.array([str(width).encode(), str(height).encode()] + pngs,
                                  dtype=object))
-
-
-def encode_png(image):
-    """PNG bytes of one ``[h, w, c]`` uint8 image: grey, grey + alpha, RGB or RGBA for c = 1,
-    2, 3 or 4 (Pillow picks the mode from the array's shape)."""
-    pixels = image[:, :, 0] if image.shape[2] == 1 else image
-    buffer = io.BytesIO()
-    Image.fromarray(np.ascontiguousarray(pixels)).save(buffer, "PNG")
-    return buffer.getvalue()
 
 
 def summary_event(tag, tensor, metadata, step):

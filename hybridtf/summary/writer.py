@@ -20,16 +20,15 @@ INSTALL_COMMAND = 'pip install "hybridtf[tensorboard]"'
 
 
 def load_records(who):
-    """The module that builds TensorBoard records, imported on first use: ``tensorboard`` and
-    Pillow are optional dependencies, and importing them costs a program that writes no
-    summaries about 0.2 s."""
+    """The module that builds TensorBoard records, imported on first use: ``tensorboard`` is
+    an optional dependency, and importing it costs a program that writes no summaries about
+    0.2 s."""
     try:
         return importlib.import_module("hybridtf.summary.records")
     except ImportError as err:
         raise ImportError(
-            f"{who} writes TensorBoard event files with the `tensorboard` package (and Pillow "
-            f"for images), which could not be imported ({err}). Install them with: "
-            f"{INSTALL_COMMAND}") from err
+            f"{who} writes TensorBoard event files with the `tensorboard` package, which could "
+            f"not be imported ({err}). Install it with: {INSTALL_COMMAND}") from err
 
 
 class SummaryWriter(abc.ABC):

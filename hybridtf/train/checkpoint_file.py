@@ -6,7 +6,7 @@ children and, for a variable, its checkpoint key -- and whose arrays are the val
 hybridtf's own format: TensorFlow cannot read it, and hybridtf does not read TensorFlow's
 checkpoints (a ``.index`` table beside ``.data-?????-of-?????`` shards); given one, it says so.
 
-The file is written atomically (``saved_model.atomic.write_file``): a process killed while
+The file is written atomically (``framework.atomic_files.write_file``): a process killed while
 writing leaves the previous file with that name, or none.  Reading refuses a truncated,
 corrupted or foreign file with ``tf.errors.DataLossError`` naming the file, and a missing one
 with ``tf.errors.NotFoundError``.

@@ -12,9 +12,9 @@ import os
 import time
 import warnings
 
+from hybridtf.framework import atomic_files
 from hybridtf.framework.tensor import is_tensor
 from hybridtf.graph import func_graph
-from hybridtf.saved_model import atomic
 from hybridtf.train import checkpoint_file, state
 from hybridtf.train.checkpoint import Checkpoint, checked_options
 
@@ -215,6 +215,6 @@ class CheckpointManager:
 def _delete_checkpoint(prefix):
     """Deletes a checkpoint's file and what killed saves of it left."""
     path = checkpoint_file.index_path(prefix)
-    atomic.remove_stale_temporaries(path)
+    atomic_files.remove_stale_temporaries(path)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)

@@ -12,7 +12,7 @@ directory they save to, the latest checkpoint and the list of managed ones, in T
     last_preserved_timestamp: 1699999990.0
 
 Paths are written relative to the directory.  The file is replaced atomically
-(``saved_model.atomic.write_file``), and that replacement is what switches a directory to a
+(``framework.atomic_files.write_file``), and that replacement is what switches a directory to a
 new checkpoint: the checkpoint's own file is complete before, and older ones are deleted only
 after.  Saves into one directory hold ``state_lock(directory)``.  A state file that cannot be
 parsed is refused with ``tf.errors.DataLossError`` naming it.
@@ -21,8 +21,8 @@ import os
 import re
 import warnings
 
+from hybridtf.framework import atomic_files
 from hybridtf.framework.errors import DataLossError
-from hybridtf.saved_model import atomic
 from hybridtf.train import checkpoint_file
 
 STATE_FILE = "checkpoint"
@@ -57,7 +57,7 @@ def state_lock(directory):
     """Held by every save that updates the state file of ``directory`` (created if needed)."""
     directory = os.fspath(directory) or "."
     os.makedirs(directory, exist_ok=True)
-    return atomic.exclusive(state_path(directory))
+    return atomic_files.exclusive(state_path(directory))
 
 
 # ---- text format ---------------------------------------------------------------------------------
@@ -178,7 +178,7 @@ def write_state(directory, latest, paths, timestamps=None, last_preserved_timest
     if last_preserved_timestamp is not None:
         lines.append(f"last_preserved_timestamp: {last_preserved_timestamp!r}")
     text = ("\n".join(lines) + "\n").encode("utf-8")
-    atomic.write_file(path, lambda f: f.write(text))
+    atomic_files.write_file(path, lambda f: f.write(text))
 
 
 def latest_checkpoint(checkpoint_dir, latest_filename=None):

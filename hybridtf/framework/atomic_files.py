@@ -1,10 +1,10 @@
 """Atomic saves: whenever a saving process is killed, the last good save stays readable.
 
-Every hybridtf save -- weight files, ``.keras`` archives, SavedModels, checkpoints -- switches
-from the old version to the new one in a single ``os.replace``, after everything the new
-version needs is on disk and fsync'ed, and deletes the old version's files only after the
-switch.  A kill at any moment therefore leaves the old save (or, for a first save, nothing)
-or the complete new one.  Two building blocks:
+Every hybridtf save -- weight files, ``.keras`` archives, SavedModels, checkpoints, and
+``tf.io.write_file`` -- switches from the old version to the new one in a single
+``os.replace``, after everything the new version needs is on disk and fsync'ed, and deletes the
+old version's files only after the switch.  A kill at any moment therefore leaves the old save
+(or, for a first save, nothing) or the complete new one.  Two building blocks:
 
 * **One file** -- ``write_file(path, write)``: ``write(f)`` fills a temporary file beside
   ``path``; it is fsync'ed, renamed onto ``path`` and the directory is fsync'ed.
