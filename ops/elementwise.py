@@ -19,6 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from numba import types
+from numba.extending import overload
+from numba.np.numpy_support import as_dtype
+
 from ops.codegen import load_source
 from ops.kernel_cache import njit
 
@@ -366,7 +370,31 @@ def power(x, y):
         return x
     if y == 3:
         return x * x * x
+    return _raise(x, y)
+
+
+def _raise(x, y):
     return x ** y
+
+
+@overload(_raise)
+def _raise_typed(x, y):
+    """``x ** y`` as NumPy computes it: an integer power by squaring, wrapping on overflow
+    (Numba's own integer ``**`` differs from NumPy's for some huge exponents)."""
+    if isinstance(x, types.Integer) and isinstance(y, types.Integer):
+        one = as_dtype(x).type(1)   # keeps the arithmetic in x's type (uint64 with int64 is float)
+
+        def integer_power(x, y):
+            result = one
+            base = x
+            while y > 0:
+                if y & 1:
+                    result *= base
+                base *= base
+                y >>= 1
+            return result
+        return integer_power
+    return lambda x, y: x ** y
 
 
 @_jit

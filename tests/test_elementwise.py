@@ -170,6 +170,25 @@ def test_integer_arithmetic_keeps_dtype(dtype, data):
         np.testing.assert_array_equal(out.numpy(), ref(x, y).astype(dtype))
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8, np.uint64])
+@pytest.mark.parametrize("traced", [False, True])
+@given(data=st.data())
+def test_integer_power_wraps_like_numpy_for_any_exponent(dtype, traced, data):
+    info = np.iinfo(dtype)
+    shape = data.draw(hnp.array_shapes(min_dims=0, max_dims=2, max_side=3))
+    x = data.draw(hnp.arrays(dtype, shape, elements=st.integers(max(info.min, -5), 5)))
+    y = data.draw(hnp.arrays(dtype, shape, elements=st.integers(0, info.max)))
+    power = tf.function(tf.pow) if traced else tf.pow
+    out = power(tf.constant(x), tf.constant(y))
+    assert out.dtype == tf.as_dtype(dtype)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(out.numpy(), np.power(x, y))
+
+
+def test_integer_power_of_two_to_a_huge_exponent_is_zero_like_numpy():
+    assert tf.pow(tf.constant(2, tf.int64), tf.constant(2**31 - 1, tf.int64)).numpy() == 0
+
+
 @given(data=st.data())
 def test_logical_ops(data):
     (sx, sy), _ = data.draw(broadcastable_pair())

@@ -13,7 +13,9 @@ The campaign runs in a child process, so that a crash fails one test instead of 
 session.  ``HYBRIDTF_FUZZ_CHILD=1 pytest tests/test_fuzz.py -k NAME`` runs it in-process (to
 debug one op); ``HYPOTHESIS_PROFILE=thorough`` runs more examples; with
 ``HYBRIDTF_FUZZ_REPORT=FILE`` every outcome is recorded instead of stopping at the first failure,
-and the counts by kind are written to FILE as JSON.
+and the counts by kind are written to FILE as JSON.  The examples are the same on every run
+(derandomized, so that a test run is reproducible); ``HYBRIDTF_FUZZ_RANDOM=1`` draws new ones
+each run, to search further.
 """
 import collections
 import inspect
@@ -38,6 +40,7 @@ from fuzz_references import Approx, reference
 
 IN_CHILD = os.environ.get("HYBRIDTF_FUZZ_CHILD") == "1"
 REPORT = os.environ.get("HYBRIDTF_FUZZ_REPORT")
+RANDOM = os.environ.get("HYBRIDTF_FUZZ_RANDOM") == "1"
 
 NAMESPACES = [("tf", tf), ("tf.math", tf.math), ("tf.nn", tf.nn), ("tf.linalg", tf.linalg),
               ("tf.random", tf.random), ("tf.io", tf.io), ("tf.image", tf.image)]
@@ -301,6 +304,8 @@ def _reference_arguments(kwargs):
             return None
         if _is_tensor_param(key) and isinstance(value, (list, tuple)) and not tensors:
             return None
+        if _is_tensor_param(key) and type(value) is float:
+            value = np.float32(value)   # TF converts a Python float to a float32 tensor first
         converted[key] = _as_numpy(value)
     return converted
 
@@ -456,7 +461,7 @@ if IN_CHILD:
             STATS.write(REPORT)
 
     @pytest.mark.parametrize("name", sorted(OPS))
-    @settings(max_examples=EXAMPLES_PER_OP)
+    @settings(max_examples=EXAMPLES_PER_OP, derandomize=not RANDOM)
     @given(data=st.data())
     def test_op_with_hostile_arguments(name, data):
         op = OPS[name]

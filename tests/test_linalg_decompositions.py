@@ -75,11 +75,12 @@ def separated_singular(draw, max_side=4):
 
 @st.composite
 def full_rank(draw, max_side=4):
-    """[..., m, n] matrices of full rank min(m, n) (their leading block diagonally dominant)."""
+    """[..., m, n] matrices of full rank min(m, n): their leading block strictly diagonally
+    dominant (each diagonal entry raised by more than its row's absolute sum)."""
     batch = draw(batches)
     m, n = draw(st.integers(1, max_side)), draw(st.integers(1, max_side))
     x = draw(_entries(batch + (m, n)))
-    return x + 3 * np.eye(m, n)
+    return x + (1 + np.abs(x).sum(axis=-1).max(initial=0)) * np.eye(m, n)
 
 
 def _sym(x):

@@ -31,14 +31,15 @@ def _installed_by(extras):
 
 
 def _third_party_imports(path):
-    """Top-level modules a script imports (hybridtf's own packages excluded)."""
+    """Top-level modules a script imports (hybridtf's own packages and the scripts beside it
+    excluded)."""
     names = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             names.update(a.name.split(".")[0] for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.add(node.module.split(".")[0])
-    return names - {"hybridtf", "ops"}
+    return names - {"hybridtf", "ops"} - {p.stem for p in path.parent.glob("*.py")}
 
 
 def test_ci_installs_the_readme_command():

@@ -59,10 +59,13 @@ def top_k(input, k=1, sorted=True, index_type=dtypes.int32, name=None):  # noqa:
     ``sorted=False`` allows any order, and this one is as good as any.
     """
     x = as_tensor(input)
+    index_dtype = dtypes.as_dtype(index_type)
+    if index_dtype not in (dtypes.int16, dtypes.int32, dtypes.int64):
+        raise TypeError(f"top_k: index_type must be int16, int32 or int64, got "
+                        f"{index_dtype.name}.")
     static, dynamic = sizes.split(k, "top_k", "k")
     values, indices = execute(SR.TOP_K, [x] + sizes.inputs(dynamic),
-                              {"k": static,
-                               "index_type": dtypes.as_dtype(index_type).as_numpy_dtype})
+                              {"k": static, "index_type": index_dtype.as_numpy_dtype})
     return TopKV2(values, indices)
 
 

@@ -1,4 +1,6 @@
 """TF's dtypes (``tf.float32`` ...), comparable with each other, NumPy dtypes and names."""
+import warnings
+
 import numpy as np
 
 
@@ -100,8 +102,10 @@ def as_dtype(type_value):
         if found is not None:
             return found
     try:
-        np_dtype = np.dtype(type_value)
-    except TypeError:
+        with warnings.catch_warnings():   # a deprecated NumPy alias ('a') is not a dtype name
+            warnings.simplefilter("error", DeprecationWarning)
+            np_dtype = np.dtype(type_value)
+    except (TypeError, DeprecationWarning):
         np_dtype = None
     if np_dtype is not None:
         found = NP_TO_DTYPE.get(np_dtype)
