@@ -3,7 +3,7 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from ops import nn
+from ops.nn import windows
 
 FLOATS = (np.float32, np.float64)
 INTS = (np.int32, np.int64)
@@ -47,10 +47,10 @@ def conv2d_ref(x, w, strides, padding, dilations):
     kh, kw, _, Co = w.shape
     sh, sw = strides
     dh, dw = dilations
-    Ho = nn.conv_output_size(H, kh, sh, dh, padding)
-    Wo = nn.conv_output_size(W, kw, sw, dw, padding)
-    pt = nn.same_padding(H, kh, sh, dh)[0] if padding == "SAME" else 0
-    pl = nn.same_padding(W, kw, sw, dw)[0] if padding == "SAME" else 0
+    Ho = windows.conv_output_size(H, kh, sh, dh, padding)
+    Wo = windows.conv_output_size(W, kw, sw, dw, padding)
+    pt = windows.same_padding(H, kh, sh, dh)[0] if padding == "SAME" else 0
+    pl = windows.same_padding(W, kw, sw, dw)[0] if padding == "SAME" else 0
     out = np.zeros((N, Ho, Wo, Co))
     x64 = x.astype(np.float64)
     w64 = w.astype(np.float64)
@@ -72,10 +72,10 @@ def pool_windows(x_shape, ksize, strides, padding):
     _, H, W, _ = x_shape
     kh, kw = ksize
     sh, sw = strides
-    Ho = nn.conv_output_size(H, kh, sh, 1, padding)
-    Wo = nn.conv_output_size(W, kw, sw, 1, padding)
-    pt = nn.same_padding(H, kh, sh, 1)[0] if padding == "SAME" else 0
-    pl = nn.same_padding(W, kw, sw, 1)[0] if padding == "SAME" else 0
+    Ho = windows.conv_output_size(H, kh, sh, 1, padding)
+    Wo = windows.conv_output_size(W, kw, sw, 1, padding)
+    pt = windows.same_padding(H, kh, sh, 1)[0] if padding == "SAME" else 0
+    pl = windows.same_padding(W, kw, sw, 1)[0] if padding == "SAME" else 0
     for oh in range(Ho):
         for ow in range(Wo):
             cells = [(ih, iw)
@@ -86,8 +86,8 @@ def pool_windows(x_shape, ksize, strides, padding):
 
 def pool_out_shape(x_shape, ksize, strides, padding):
     N, H, W, C = x_shape
-    return (N, nn.conv_output_size(H, ksize[0], strides[0], 1, padding),
-            nn.conv_output_size(W, ksize[1], strides[1], 1, padding), C)
+    return (N, windows.conv_output_size(H, ksize[0], strides[0], 1, padding),
+            windows.conv_output_size(W, ksize[1], strides[1], 1, padding), C)
 
 
 def max_pool_ref(x, ksize, strides, padding):

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import hybridtf as tf
 from ops import linalg, nn, threads
+from ops.nn import parts
 
 
 @pytest.fixture
@@ -30,7 +31,7 @@ def thread_count():
 
 @pytest.fixture
 def split_everything(monkeypatch, thread_count):
-    monkeypatch.setattr(nn, "_PART_WORK", 1)
+    monkeypatch.setattr(parts, "_PART_WORK", 1)
     monkeypatch.setattr(linalg, "_PART_MULTIPLY_ADDS", 1)
     monkeypatch.setattr(linalg, "_SPLIT_FROM", 0)
 

@@ -1,12 +1,13 @@
-"""ops.nn's Winograd F(2x2, 5x5) convolution (5x5 filters, stride 1, dilation 1) against naive
-NumPy references: the transform tables, the forward pass and both gradients."""
+"""ops.nn.conv_winograd5, the Winograd F(2x2, 5x5) convolution (5x5 filters, stride 1,
+dilation 1), against naive NumPy references: the transform tables, the forward pass and both
+gradients."""
 from fractions import Fraction
 
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ops import nn
+from ops.nn import conv, conv_winograd5, windows
 from kernel_helpers import conv2d_ref
 
 BIG = 1 << 30
@@ -17,8 +18,8 @@ def conv2d_grads_ref(x, w, dy, padding):
     N, H, W, C = x.shape
     kh, kw, _, Co = w.shape
     _, Ho, Wo, _ = dy.shape
-    pt = nn.same_padding(H, kh, 1, 1)[0] if padding == "SAME" else 0
-    pl = nn.same_padding(W, kw, 1, 1)[0] if padding == "SAME" else 0
+    pt = windows.same_padding(H, kh, 1, 1)[0] if padding == "SAME" else 0
+    pl = windows.same_padding(W, kw, 1, 1)[0] if padding == "SAME" else 0
     x64, w64, dy64 = (a.astype(np.float64) for a in (x, w, dy))
     dx = np.zeros(x.shape)
     dw = np.zeros(w.shape)
@@ -48,25 +49,26 @@ def _assert_close(got, want, dtype):
 
 
 def _check_all(x, w, padding):
-    y = nn.conv2d(x, w, (1, 1), padding)
+    y = conv.conv2d(x, w, (1, 1), padding)
     want = conv2d_ref(x, w, (1, 1), padding, (1, 1))
     _assert_close(y, want, x.dtype)
     dy = np.random.default_rng(11).standard_normal(y.shape).astype(x.dtype)
     dx_want, dw_want = conv2d_grads_ref(x, w, dy, padding)
-    _assert_close(nn.conv2d_backprop_input(x.shape, w, dy, (1, 1), padding), dx_want, x.dtype)
-    _assert_close(nn.conv2d_backprop_filter(x, w.shape, dy, (1, 1), padding), dw_want, x.dtype)
+    _assert_close(conv.conv2d_backprop_input(x.shape, w, dy, (1, 1), padding), dx_want, x.dtype)
+    _assert_close(conv.conv2d_backprop_filter(x, w.shape, dy, (1, 1), padding), dw_want, x.dtype)
 
 
 # ---- the transform tables ----------------------------------------------------------------------
 def test_tables_compute_the_1d_correlation_exactly():
     # A^T [(G g) * (B^T d)] = y with y[k] = sum_i d[k + i] g[i], in exact rational arithmetic:
     # the float tables are rounded from the exact ones only where G has thirds and fifths
-    G = [[Fraction(v).limit_denominator(64) for v in row] for row in nn._W5_G]
-    BT = [[Fraction(int(v)) for v in row] for row in nn._W5_BT]
-    AT = [[Fraction(v) for v in row] for row in nn._W5_AT]
-    assert np.array_equal(np.array(BT, float), nn._W5_BT)  # small integers, exact in float32
-    assert np.array_equal(np.array(AT, float), nn._W5_AT)
-    np.testing.assert_allclose(np.array(G, float), nn._W5_G, rtol=1e-15)
+    G = [[Fraction(v).limit_denominator(64) for v in row] for row in conv_winograd5._W5_G]
+    BT = [[Fraction(int(v)) for v in row] for row in conv_winograd5._W5_BT]
+    AT = [[Fraction(v) for v in row] for row in conv_winograd5._W5_AT]
+    # B^T: small integers, exact in float32
+    assert np.array_equal(np.array(BT, float), conv_winograd5._W5_BT)
+    assert np.array_equal(np.array(AT, float), conv_winograd5._W5_AT)
+    np.testing.assert_allclose(np.array(G, float), conv_winograd5._W5_G, rtol=1e-15)
     rng = np.random.default_rng(0)
     for _ in range(5):
         d = [Fraction(int(v)) for v in rng.integers(-20, 20, 6)]
@@ -82,8 +84,8 @@ def test_filter_transform_adjoint_is_the_adjoint():
     rng = np.random.default_rng(1)
     g = rng.standard_normal((5, 5, 3, 4))
     du = rng.standard_normal((36, 3, 4))
-    u = nn.winograd5_filter_transform(g, nn._W5_G)
-    back = nn.winograd5_filter_transform_adjoint(du, nn._W5_G)
+    u = conv_winograd5.winograd5_filter_transform(g, conv_winograd5._W5_G)
+    back = conv_winograd5.winograd5_filter_transform_adjoint(du, conv_winograd5._W5_G)
     assert u.shape == (36, 3, 4) and back.shape == g.shape
     np.testing.assert_allclose(np.sum(u * du), np.sum(g * back), rtol=1e-12)
 
@@ -100,7 +102,7 @@ def test_filter_transform_adjoint_is_the_adjoint():
     ((2, 7, 9, 8), 8, "SAME"),       # the fewest channels that take it
 ])
 def test_winograd5_default_path(shape, cout, padding, dtype):
-    assert nn._use_winograd5(5, 5, (1, 1), (1, 1), shape[3], cout)
+    assert conv_winograd5.applies(5, 5, (1, 1), (1, 1), shape[3], cout)
     rng = np.random.default_rng(shape[1] * 100 + shape[2])
     x = rng.standard_normal(shape).astype(dtype)
     w = (rng.standard_normal((5, 5, shape[3], cout)) / 10).astype(dtype)
@@ -113,23 +115,23 @@ def test_winograd5_relu_like_float32_inputs_stay_accurate():
     rng = np.random.default_rng(2)
     x = np.abs(rng.standard_normal((2, 14, 14, 32))).astype(np.float32)
     w = (rng.standard_normal((5, 5, 32, 64)) * 0.03).astype(np.float32)
-    y = nn.conv2d(x, w, (1, 1), "SAME")
+    y = conv.conv2d(x, w, (1, 1), "SAME")
     want = conv2d_ref(x, w, (1, 1), "SAME", (1, 1))
     assert np.abs(y - want).max() <= 5e-6 * np.abs(want).max()
 
 
 def test_winograd5_not_for_other_geometries():
-    assert not nn._use_winograd5(5, 5, (2, 1), (1, 1), 32, 32)
-    assert not nn._use_winograd5(5, 5, (1, 1), (1, 2), 32, 32)
-    assert not nn._use_winograd5(5, 3, (1, 1), (1, 1), 32, 32)
-    assert not nn._use_winograd5(5, 5, (1, 1), (1, 1), nn._W5_MIN_CH - 1, 32)
-    assert not nn._use_winograd5(5, 5, (1, 1), (1, 1), 32, nn._W5_MIN_CH - 1)
+    assert not conv_winograd5.applies(5, 5, (2, 1), (1, 1), 32, 32)
+    assert not conv_winograd5.applies(5, 5, (1, 1), (1, 2), 32, 32)
+    assert not conv_winograd5.applies(5, 3, (1, 1), (1, 1), 32, 32)
+    assert not conv_winograd5.applies(5, 5, (1, 1), (1, 1), conv_winograd5._W5_MIN_CH - 1, 32)
+    assert not conv_winograd5.applies(5, 5, (1, 1), (1, 1), 32, conv_winograd5._W5_MIN_CH - 1)
 
 
 # ---- forced onto small shapes (any channel count) ----------------------------------------------
 @pytest.fixture
 def winograd5_everywhere(monkeypatch):
-    monkeypatch.setattr(nn, "_W5_MIN_CH", 1)
+    monkeypatch.setattr(conv_winograd5, "_W5_MIN_CH", 1)
 
 
 @settings(max_examples=40, deadline=None)
@@ -139,23 +141,23 @@ def winograd5_everywhere(monkeypatch):
 def test_winograd5_forced_matches_reference(N, H, W, C, Co, padding, dtype, seed):
     if padding == "VALID" and (H < 5 or W < 5):
         H, W = H + 4, W + 4  # keep the output non-empty
-    old = nn._W5_MIN_CH
-    nn._W5_MIN_CH = 1  # (hypothesis runs many examples per fixture call)
+    old = conv_winograd5._W5_MIN_CH
+    conv_winograd5._W5_MIN_CH = 1  # (hypothesis runs many examples per fixture call)
     try:
-        assert nn._use_winograd5(5, 5, (1, 1), (1, 1), C, Co)
+        assert conv_winograd5.applies(5, 5, (1, 1), (1, 1), C, Co)
         rng = np.random.default_rng(seed)
         x = rng.standard_normal((N, H, W, C)).astype(dtype)
         w = rng.standard_normal((5, 5, C, Co)).astype(dtype)
         _check_all(x, w, padding)
     finally:
-        nn._W5_MIN_CH = old
+        conv_winograd5._W5_MIN_CH = old
 
 
 @pytest.mark.parametrize("tiles", [1, 7, 64])
 def test_winograd5_chunking(winograd5_everywhere, monkeypatch, tiles):
     # tiles=1: one band (row of tiles) per chunk; otherwise chunks of several bands, the last
     # one partial
-    monkeypatch.setattr(nn, "_W5_TILES", tiles)
+    monkeypatch.setattr(conv_winograd5, "_W5_TILES", tiles)
     rng = np.random.default_rng(tiles)
     x = rng.standard_normal((3, 11, 12, 2))
     w = rng.standard_normal((5, 5, 2, 3))

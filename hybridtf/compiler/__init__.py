@@ -2,7 +2,7 @@
 
 ``compile_graph(graph)`` returns a ``CompiledGraph`` whose ``run(input_arrays, call_index)`` has
 exactly ``interpreter.run``'s semantics: every node runs (opaque nodes through their value checks
-and eager kernels, in program order), stateful nodes keep their order, outputs are returned and
+and CPU kernels, in program order), stateful nodes keep their order, outputs are returned and
 assigned variables written back at the end.
 
 * ``plan.lower`` groups elementwise nodes into fused loops (see its docstring);
@@ -17,12 +17,14 @@ assigned variables written back at the end.
   their arrays, and compute a large matrix product that only they read block by block inside
   their parts (see PART_MIN_ELEMENTS and PRODUCT_MIN_ELEMENTS).
 
+Everything it knows about an op comes from the op's registry entry (``registry.opdef``): its
+kind, flags and its CPU ``Kernel`` with that kernel's forms.
+
 ``run`` reads the variables it updates directly and writes them back at the end: its caller
 holds their locks (``ConcreteFunction``).  Variables it only reads are handed out to it.
 """
 import numpy as np
 
-from ops import linalg as linalg_kernels
 from ops import threads
 from ops.codegen import lease_source
 
@@ -30,13 +32,9 @@ from hybridtf.compiler import fold as fold_lib
 from hybridtf.compiler import loops as loops_lib
 from hybridtf.compiler import plan as plan_lib
 from hybridtf.compiler import render as render_lib
+from hybridtf.framework import devices, fp_errors
 from hybridtf.graph import interpreter
-from hybridtf.registry import elementwise as registry_elementwise
-from hybridtf.registry import OPS
-
-# The eager functions registry.elementwise defines: kernel_for(name, dtype)(*arrays).
-_ELEMENTWISE_EAGER = {name: op.eager for name, op in OPS.items()
-                      if op.kind == "elementwise" and op.scalar is not None}
+from hybridtf.registry import Spec
 
 # Groups of at least PART_MIN_ELEMENTS elements (without reductions) are part kernels: their loop
 # splits over the kernel threads by rows of the first axis, in parts of at least PART_ELEMENTS
@@ -59,19 +57,20 @@ def _split_call(kernel, args, rows, min_rows):
     threads.split(lambda lo, hi: kernel(*args, lo, hi), rows, min_rows)
 
 
-def _split_call_with_product(kernel, args, row_args, product_at, a, b, transpose_a, transpose_b,
-                             rows, min_rows):
-    """_split_call where args[product_at] is op(a) @ op(b), computed by blocks of rows within
-    each part; ``row_args``: whether each argument is indexed by the loop's row (and sliced)."""
-    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
-    columns = b.shape[0] if transpose_b else b.shape[1]
+def _split_call_with_product(kernel, args, row_args, product_at, product_rows, operands,
+                             static_args, columns, rows, min_rows):
+    """_split_call where args[product_at] is a matrix product of ``columns`` columns, computed
+    by blocks of rows within each part: ``product_rows(*operands, *static_args, start, stop,
+    out)`` is the product's kernel's ``rows`` form; ``row_args``: whether each argument is
+    indexed by the loop's row (and sliced)."""
+    operands = [np.ascontiguousarray(x) for x in operands]
     block_rows = max(1, PRODUCT_BLOCK_ELEMENTS // max(columns, 1))
 
     def part(lo, hi):
-        block = np.empty((min(block_rows, hi - lo), columns), a.dtype)
+        block = np.empty((min(block_rows, hi - lo), columns), operands[0].dtype)
         for start in range(lo, hi, block_rows):
             stop = min(start + block_rows, hi)
-            linalg_kernels.matmul_rows_kernel(a, b, transpose_a, transpose_b, start, stop, block)
+            product_rows(*operands, *static_args, start, stop, block)
             call = [x[start:stop] if by_row and x is not None else x
                     for x, by_row in zip(args, row_args)]
             call[product_at] = block[:stop - start]
@@ -94,15 +93,13 @@ class CompiledGraph:
         self.module = None if lease is None else lease.module
 
 
-def _is_random(node):
-    attrs = node.attrs
-    return node.op.stateful and attrs is not None and "counter" in attrs
+def _cpu_kernel(op):
+    return op.kernel(devices.CPU)
 
 
-def _is_control_flow(node):
+def _passes_call_index(node):
     # Stateful branches / loop bodies pass the call index on to the random ops inside them.
-    attrs = node.attrs
-    return node.op.stateful and attrs is not None and ("branches" in attrs or "body" in attrs)
+    return node.op.stateful and node.op.kind == "control_flow"
 
 
 def compile_graph(graph, warm_up=True):
@@ -215,11 +212,12 @@ def compile_graph(graph, warm_up=True):
         row_args += [False] * len(kernel.packs)
         row_args += [True] * (len(args) - len(row_args))   # the outputs
         at = next(i for i, t in enumerate(kernel.args) if t is product.outputs[0])
-        a, b = (slot(t) for t in product.inputs)
+        env[f"{fname}_rows"] = _cpu_kernel(product.op).rows
+        operands = "".join(slot(t) + ", " for t in product.inputs)
         packed = "".join(x + ", " for x in args)
         code.append(f"{indent}_split_call_with_product({fname}, ({packed}), "
-                    f"{tuple(row_args)!r}, {at}, {a}, {b}, "
-                    f"{bool(product.attrs['transpose_a'])}, {bool(product.attrs['transpose_b'])}, "
+                    f"{tuple(row_args)!r}, {at}, {fname}_rows, ({operands}), "
+                    f"{_static_args(product)!r}, {product.outputs[0]._static_shape[1]}, "
                     + tail)
         return code
 
@@ -260,7 +258,7 @@ def compile_graph(graph, warm_up=True):
             continue
         ufunc = _bound_ufunc(node)
         if ufunc is not None:
-            # An elementwise op whose eager kernel is a ufunc chosen by dtype: chosen now.
+            # An elementwise op whose CPU kernel is a ufunc chosen by dtype: chosen now.
             env[f"u{step_index}"] = ufunc
             if op.check_values is not None:
                 env[f"c{step_index}"] = op.check_values
@@ -279,7 +277,7 @@ def compile_graph(graph, warm_up=True):
         if direct is not None:
             lines.append(f"    {new_slot(node.outputs[0])} = {direct}")
             continue
-        env[f"e{step_index}"] = op.eager
+        env[f"e{step_index}"] = _cpu_kernel(op).run
         env[f"a{step_index}"] = node.attrs
         arrays = "[" + "".join(f"_asarray({slot(t)}), " for t in node.inputs) + "]"
         lines.append(f"    arr = {arrays}")
@@ -289,11 +287,11 @@ def compile_graph(graph, warm_up=True):
             lines.append(f"    i{step_index}(e{step_index}_node, arr)")
             env[f"e{step_index}_node"] = node
         attrs = f"a{step_index}"
-        if _is_random(node):
+        if op.random_stream:
             lines.append(f"    attrs = dict(a{step_index}, counter=(a{step_index}['counter'] << 32)"
                          " + call_index)")
             attrs = "attrs"
-        elif _is_control_flow(node):
+        elif _passes_call_index(node):
             lines.append(f"    attrs = dict(a{step_index}, call_index=call_index)")
             attrs = "attrs"
         if op.check_values is not None:
@@ -341,17 +339,17 @@ def compile_graph(graph, warm_up=True):
 
 
 def _products_in_parts(plan, in_place):
-    """group index -> the matmul node whose output only that group reads, when the group is a
-    part kernel of the product's shape: the product is then computed inside its parts.  Its
-    operands must be 2-D floats that no group overwrites in place, nor views of such (they are
-    read later than planned)."""
+    """group index -> the matrix product node (an op whose CPU kernel has the ``rows`` form)
+    whose output only that group reads, when the group is a part kernel of the product's shape:
+    the product is then computed inside its parts.  Its operands must be 2-D floats that no
+    group overwrites in place, nor views of such (they are read later than planned)."""
     readers = plan.readers()
     overwritten = {id(t) for targets in in_place.values() for t in targets.values()}
     overwritten.update(id(view) for targets in in_place.values() for t in targets.values()
                        for _, view in plan_lib.possible_views(plan, t))
     products = {}
     for kind, node in plan.items:
-        if kind != "step" or node.op.name != "matmul" or not node.attrs:
+        if kind != "step" or _cpu_kernel(node.op).rows is None:
             continue
         product = node.outputs[0]
         operands = list(node.inputs) + [product]
@@ -379,37 +377,55 @@ def _splits(group):
             and int(np.prod(shape)) >= PART_MIN_ELEMENTS)
 
 
+def _static_args(node):
+    """The attributes a kernel's ``direct`` and ``rows`` forms take, as Python values."""
+    direct_args = _cpu_kernel(node.op).direct_args
+    return tuple(direct_args(node.attrs)) if direct_args is not None else ()
+
+
 def _direct_call(node, args, env, step_index):
     """Source computing a node whose inputs' shapes were all checked when it was traced without
-    going through its eager function: reshapes as views, matmuls straight into BLAS."""
-    name = node.op.name
+    going through its kernel's ``run``: views (kind "view") as reshapes, aliases (kind "alias")
+    as their input, and kernels with a ``direct`` form (a matmul straight into BLAS)."""
+    op = node.op
+    direct = _cpu_kernel(op).direct
+    if op.kind not in ("view", "alias") and (direct is None or op.check_values is not None):
+        return None
     if not all(plan_lib.known(t._static_shape) for t in list(node.inputs) + list(node.outputs)):
         return None
-    if name == "reshape":
+    if op.kind == "view":
         return f"_np.reshape({args[0]}, {tuple(node.outputs[0]._static_shape)!r})"
-    if name in ("identity", "stop_gradient"):
+    if op.kind == "alias":
         return args[0]
-    if name == "matmul" and node.attrs is not None:
-        env[f"m{step_index}"] = linalg_kernels.matmul
-        return (f"m{step_index}({args[0]}, {args[1]}, {bool(node.attrs['transpose_a'])}, "
-                f"{bool(node.attrs['transpose_b'])})")
-    return None
+    env[f"m{step_index}"] = direct
+    return f"m{step_index}({', '.join(list(args) + [repr(v) for v in _static_args(node)])})"
 
 
 def _bound_ufunc(node):
-    """The ufunc an elementwise step's eager kernel would pick for its static dtype, or None."""
+    """The ufunc an elementwise step's CPU kernel would pick for its static dtype (its ``ufunc``
+    form), as a compiled driver calls it, or None: silently (IEEE results without NumPy's
+    warnings, as TF), and with operands whose shapes were unknown while tracing and do not
+    broadcast rejected by the op's shape rule (NumPy checks before running any loop)."""
     op = node.op
     if op.kind != "elementwise" or op.stateful or not node.inputs or op.num_outputs != 1:
         return None
-    if op.eager is not _ELEMENTWISE_EAGER.get(op.name) or op.scalar is None:
-        return None
+    form = _cpu_kernel(op).ufunc
     dtype = node.inputs[-1]._static_dtype
-    if dtype == object or dtype.kind not in "biuf":
+    if form is None or dtype == object or dtype.kind not in "biuf" or \
+            dtype.name not in op.scalar.dtypes:
         return None
-    try:
-        return registry_elementwise.kernel_for(op.name, dtype)
-    except Exception:
-        return None
+    ufunc = form(dtype)
+
+    def kernel(*arrays):
+        token = fp_errors.ignore()
+        try:
+            return ufunc(*arrays)
+        except ValueError:
+            op.infer([Spec(np.shape(a), np.asarray(a).dtype) for a in arrays], None)  # raises
+            raise
+        finally:
+            fp_errors.restore(token)
+    return kernel
 
 
 def _updated(graph):
@@ -456,6 +472,6 @@ def describe(compiled):
     if compiled.kernel_source:
         parts.append(compiled.kernel_source.rstrip("\n"))
     else:
-        parts.append("# (no fused kernels: every node runs on its eager kernel)")
+        parts.append("# (no fused kernels: every node runs on its kernel)")
     parts.append("# ---- driver (Python) ----\n" + compiled.driver_source.rstrip("\n"))
     return "\n\n".join(parts) + "\n"

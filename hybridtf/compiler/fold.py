@@ -1,23 +1,25 @@
 """Constant folding: the nodes whose values are fixed when a graph is compiled run once, then.
 
-A node folds when it is pure, not elementwise, and every input is a captured constant or a
-folded value, or when it reads only its input's static shape (``fill_like``, ``shape``): most of
-the gradient of a mean -- ones, reshapes, broadcasts -- and the zeros of a relu's gradient.
-Folded values are bound to the driver as constants and, when uniform, passed to the fused
-loops as scalars (see ``render.literal_pays``).  Values over MAX_FOLDED_SIZE elements are
-computed per call instead, except a ``fill_like``, which folds at any size as a zero-strided
-view of its one value.
+A node folds when it is pure, neither elementwise nor control flow, and every input is a
+captured constant or a folded value, or when it reads only its inputs' static shapes
+(``OpDef.shape_only``: ``fill_like``, ``shape``): most of the gradient of a mean -- ones,
+reshapes, broadcasts -- and the zeros of a relu's gradient.  Folded values are bound to the
+driver as constants and, when uniform, passed to the fused loops as scalars (see
+``render.literal_pays``).  Each runs its CPU kernel's ``constant`` form where it has one (a
+fill: a zero-strided view of its one value), else its ``run``.  Values over MAX_FOLDED_SIZE
+elements are computed per call instead, except zero-strided views of one value, which fold at
+any size.
 """
 import numpy as np
 
 from hybridtf.compiler import plan as plan_lib
+from hybridtf.framework import devices
 
-_SHAPE_ONLY = {"fill_like", "shape"}   # ops that read only their input's shape
 MAX_FOLDED_SIZE = 1 << 20              # elements: larger values are computed per call
 
 
 def _input_arrays(node, known):
-    if node.op.name in _SHAPE_ONLY:
+    if node.op.shape_only:
         if not all(plan_lib.known(t._static_shape) and t._static_dtype != object
                    for t in node.inputs):
             return None
@@ -35,10 +37,9 @@ def fold_constants(graph):
     folded, nodes = {}, set()
     for node in graph.nodes:
         op, attrs = node.op, node.attrs
-        if op.stateful or op.kind == "elementwise" or (
-                attrs is not None and ("branches" in attrs or "body" in attrs)):
+        if op.stateful or op.kind in ("elementwise", "control_flow"):
             # Elementwise ops on constants are left to the fused loops, which take uniform
-            # constants as scalars: running their eager ufuncs here would build them in every
+            # constants as scalars: running their ufuncs here would build them in every
             # new process.
             continue
         arrays = _input_arrays(node, known)
@@ -47,12 +48,8 @@ def fold_constants(graph):
         try:
             if op.check_values is not None:
                 op.check_values(arrays, attrs)
-            if op.name == "fill_like":
-                # one value: a zero-strided view of it, so that any size folds
-                result = np.broadcast_to(np.asarray(attrs["value"], attrs["dtype"]),
-                                         arrays[0].shape)
-            else:
-                result = op.eager(arrays, attrs)
+            kernel = op.kernel(devices.CPU)
+            result = (kernel.constant or kernel.run)(arrays, attrs)
         except Exception:
             continue   # the same error is raised when the graph runs, in program order
         outputs = [result] if op.num_outputs == 1 else list(result)

@@ -5,7 +5,7 @@ Each part (a loop's condition and body, a cond's two branches) is lowered like a
 (``plan.lower``); its groups are rendered as fused ``@njit`` functions, and one more ``@njit``
 function runs the ``while`` / ``if`` itself, calling those group functions -- and the kernels of
 control flow nested in the part -- directly.  A node whose parts hold anything else (opaque ops,
-stateful ops, variables, values of unknown shape) is left to its eager kernel, which runs the
+stateful ops, variables, values of unknown shape) is left to its kernel, which runs the
 parts node by node.
 """
 import hashlib
@@ -40,10 +40,14 @@ def small_constants(graph):
 
 
 def render(node):
-    """The ``ControlFlowKernel`` of a ``while_loop`` or ``cond`` node, or None."""
-    if node.op.name == "while_loop":
+    """The ``ControlFlowKernel`` of a pure while loop or two-branch conditional (an op declaring
+    ``control_flow`` "while" or "cond"), or None.  A stateful one (assignments, random draws,
+    Python callbacks inside) runs on its kernel, in program order."""
+    if node.op.stateful:
+        return None
+    if node.op.control_flow == "while":
         return _render_while(node)
-    if node.op.name == "cond":
+    if node.op.control_flow == "cond":
         return _render_cond(node)
     return None
 

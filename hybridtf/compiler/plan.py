@@ -2,10 +2,10 @@
 that keeps every value available before use and stateful nodes in program order.
 
 A *group* is a set of pure elementwise nodes with one output shape (fully known statically),
-run as one generated loop.  Float ``reduce_sum`` / ``reduce_mean`` / ``reduce_max`` /
-``reduce_min`` nodes (over all or some axes) consuming a group's values may join it as
-accumulators (the loop's epilogue).  Everything else is a *step*: ``check_values`` then
-``eager``, exactly as the interpreter runs a node.
+run as one generated loop.  Float reductions (ops of kind "reduction": sum, mean, max, min, over
+all or some axes) consuming a group's values may join it as accumulators (the loop's epilogue).
+Everything else is a *step*: ``check_values`` then the op's kernel, exactly as the interpreter
+runs a node.  What an op is comes from its registry entry alone (``registry.opdef``).
 
 Groups are formed greedily in program order.  Several groups (of different shapes) may be open at
 once; a group is emitted (placed in the step list) as soon as a later node consumes one of its
@@ -14,25 +14,13 @@ which only moves pure elementwise work later: stateful nodes keep their relative
 """
 import numpy as np
 
+from hybridtf.framework.errors import InvalidArgumentError
 from hybridtf.registry import checks
-
-# Ops whose value checks concern only integer operands, and only the second one (a zero divisor,
-# a negative exponent): fused when every operand is a float, or when the second operand is a
-# constant that passes the check.
-_FLOAT_SAFE_CHECKS = {"power", "floordiv", "floormod"}
-_REDUCTIONS = {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min"}
 
 
 def known(shape):
     """Whether a static shape is fully known (rank and every dimension)."""
     return shape is not None and all(d is not None for d in shape)
-
-
-def scalar_name(op):
-    """The ops.elementwise scalar function a fusable op uses (bias_add is a broadcast add)."""
-    if op.name == "bias_add":
-        return "add"
-    return op.scalar.name
 
 
 def fusable(node, constants=None):
@@ -41,16 +29,16 @@ def fusable(node, constants=None):
     op = node.op
     if op.kind != "elementwise" or op.stateful or op.num_outputs != 1:
         return False
-    if op.scalar is None and op.name != "bias_add":
-        return False
     tensors = list(node.inputs) + list(node.outputs)
-    # Numba has no float16 on the CPU: float16 ops run their eager (widening) kernels.
+    # Numba has no float16 on the CPU: float16 ops run their (widening) kernels.
     if any(not known(t._static_shape) or t._static_dtype == object
            or t._static_dtype.kind not in "biuf" or t._static_dtype == np.float16
            for t in tensors):
         return False
     if op.check_values is not None:
-        if op.name not in _FLOAT_SAFE_CHECKS:
+        # Checks of integer operands only (a zero divisor, a negative exponent): fused when
+        # every operand is a float, or when the second operand is a constant that passes.
+        if not op.float_safe_checks:
             return False
         if any(t._static_dtype.kind != "f" for t in node.inputs) and \
                 not _checked_constant_operand(node, constants or {}):
@@ -66,24 +54,22 @@ def _checked_constant_operand(node, constants):
         return False
     try:
         node.op.check_values([np.zeros((), x._static_dtype), np.asarray(value)], node.attrs)
-    except Exception:   # noqa: BLE001 - the check fails: leave it to run, and raise, in order
+    except InvalidArgumentError:   # the check fails: leave it to run, and raise, in order
         return False
     return True
 
 
 def reduced_axes(node):
-    """The axes a sum / mean / max / min reduction of a float tensor of known shape reduces
-    (the reductions a group can take as accumulators), or None."""
-    if node.op.name not in _REDUCTIONS or node.op.stateful:
+    """The axes a reduction (kind "reduction": sum / mean / max / min) of a float tensor of
+    known shape reduces (the reductions a group can take as accumulators), or None."""
+    if node.op.kind != "reduction" or node.op.stateful:
         return None
     x, = node.inputs
     shape = x._static_shape
     if not known(shape) or len(shape) == 0 or x._static_dtype.kind != "f":
         return None
-    try:
-        axes = checks.axes(node.op.name, node.attrs["axis"], len(shape))
-    except Exception:
-        return None
+    # (the op's shape rule checked the axes when the node was traced)
+    axes = checks.axes(node.op.name, node.attrs["axis"], len(shape))
     if not axes or not known(node.outputs[0]._static_shape):
         return None
     return sorted(axes)
@@ -136,7 +122,7 @@ def lower(graph, skip=frozenset()):
     """The plan of ``graph``; nodes whose ids are in ``skip`` (folded constants) are left out.
 
     A node alone is a group too: its generated loop loads from the disk cache in a new process,
-    where building the op's eager ufunc would take a third of a second."""
+    where building the op's ufunc would take a third of a second."""
     items = []
     open_groups = []
     owner = {}   # id(tensor) -> open Group computing it

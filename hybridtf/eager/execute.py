@@ -1,37 +1,52 @@
-"""Running a registered op eagerly: check, compute with ``ops/`` kernels, wrap, record."""
+"""Running a registered op eagerly: check, compute with the op's kernel for the device of its
+inputs, wrap, record."""
 import numpy as np
 
-from ops import elementwise
-
 from hybridtf.eager import tape as tape_lib
-from hybridtf.framework import fp_errors
+from hybridtf.framework import devices, fp_errors
 from hybridtf.framework.constant_op import convert_to_tensor, python_scalar_array, to_numpy
 from hybridtf.framework.tensor import Tensor
 from hybridtf.graph import func_graph
 from hybridtf.registry import Spec
 
 _TAPES = tape_lib.STATE  # per-thread: .active is the list of recording tapes
+_CPU = devices.CPU
+_CPU_TYPES = devices.CPU_TYPES   # exact types of CPU arrays: a set lookup per input
 
 
 def execute(op, inputs, attrs):
     """Runs ``op`` on ``inputs`` (tensors) and returns its outputs as a tuple of tensors.
 
+    The op runs on the device holding its inputs (the CPU for an op without inputs), with its
+    kernel for that device's backend.  Inputs on different devices, or a device without a
+    kernel for the op, raise an error naming the op and the devices (raised by
+    ``devices.backend_of_values`` and ``OpDef.kernel``, where soft placement will plug in).
     The op's shape/dtype rule and value checks run before its kernel, so bad input raises a
     clear error instead of reaching compiled code.  While a function is traced, an op with a
     symbolic input (or a stateful op) adds a node to the graph instead.
     """
+    on_cpu = True
     for t in inputs:
         if type(t) is not Tensor:
             return add_node(_graph_for(t), op, inputs, attrs)
+        if type(t._value) not in _CPU_TYPES:
+            on_cpu = False
     if op.stateful:
         graph = func_graph.current()
         if graph is not None:
             return add_node(graph, op, inputs, attrs)
-    arrays = [np.asarray(t._value) for t in inputs]
+    if on_cpu:   # the common case, checked per input above at the cost of a set lookup
+        backend = _CPU
+        arrays = [np.asarray(t._value) for t in inputs]
+    else:
+        values = [t._value for t in inputs]
+        backend = devices.backend_of_values(op.name, values)
+        arrays = [backend.asarray(v) for v in values]
+    kernel = op.kernels.get(backend.name) or op.kernel(backend)
     op.infer([Spec(a.shape, a.dtype) for a in arrays], attrs)
     if op.check_values is not None:
         op.check_values(arrays, attrs)
-    result = op.eager(arrays, attrs)
+    result = kernel.run(arrays, attrs)
     if op.num_outputs == 1:
         outputs = (Tensor(result),)
     else:
@@ -67,11 +82,13 @@ def execute1(op, inputs, attrs):
 
 
 # ---- elementwise fast path ----------------------------------------------------------------------
-# Elementwise ops are the bulk of eager traffic, so they skip the generic path: operands are
-# converted inline, the dtype is checked inline, and broadcasting errors (which NumPy detects
-# before running any loop) are turned into the op's InvalidArgumentError by its shape rule.
-# Their ufuncs run between _quiet() and _restore(token): IEEE results without NumPy's
-# floating-point warnings, as TF (OpDef.eager is quiet by itself; see fp_errors for the cost).
+# Elementwise ops are the bulk of eager traffic, so on the CPU they skip the generic path:
+# operands are converted inline, the dtype is checked inline, the CPU kernel's ufunc for the
+# dtype is cached on the op, and broadcasting errors (which NumPy detects before running any
+# loop) are turned into the op's InvalidArgumentError by its shape rule.  Operands of another
+# device take the generic path.  The ufuncs run between _quiet() and _restore(token): IEEE
+# results without NumPy's floating-point warnings, as TF (Kernel.run is quiet by itself; see
+# fp_errors for the cost).
 _quiet = fp_errors.ignore
 _restore = fp_errors.restore
 
@@ -122,14 +139,13 @@ def binary_operands(op_name, x, y):
 
 
 def _fast_kernel(op, dtype):
-    kernel = op.fast.get(dtype)
+    kernel = op.cpu_ufuncs.get(dtype)
     if kernel is None:
-        from hybridtf.registry.elementwise import ufunc_for  # (the registry imports this module)
         specs = [Spec((), dtype)] * op.scalar.arity
         if op.scalar.arity == 3:  # select: a bool condition, then the two values
             specs[0] = Spec((), np.dtype(np.bool_))
         op.infer(specs, None)  # raises the op's error for an unsupported dtype
-        kernel = op.fast[dtype] = ufunc_for(op.scalar.name, dtype)
+        kernel = op.cpu_ufuncs[dtype] = op.kernel(_CPU).ufunc(dtype)
     return kernel
 
 
@@ -138,7 +154,9 @@ def execute_unary(op, x):
     if type(xt) is not Tensor:
         return add_node(_graph_for(xt), op, (xt,), None)[0]
     a = xt._value
-    kernel = op.fast.get(a.dtype) or _fast_kernel(op, a.dtype)
+    if type(a) not in _CPU_TYPES:
+        return execute(op, (xt,), None)[0]
+    kernel = op.cpu_ufuncs.get(a.dtype) or _fast_kernel(op, a.dtype)
     token = _quiet()
     try:
         out = Tensor(kernel(a))
@@ -156,8 +174,8 @@ def execute_binary(op, x, y):
         ty = type(y)
         if ty is Tensor:
             b = y._value
-        elif ty is float and a.dtype.kind == "f":
-            return _tensor_op_python_float(op, x, a, y)
+        elif ty is float and type(a) in _CPU_TYPES and (dtype := a.dtype).kind == "f":
+            return _tensor_op_python_float(op, x, a, dtype, y)
         else:
             x, y = binary_operands(op.name, x, y)
             if type(y) is not Tensor:
@@ -169,19 +187,22 @@ def execute_binary(op, x, y):
             return add_node(_graph_for(x if type(x) is not Tensor else y), op, (x, y), None)[0]
         a = x._value
         b = y._value
-    if a.dtype is not b.dtype:
-        op.infer([Spec(a.shape, a.dtype), Spec(b.shape, b.dtype)], None)  # raises
-    ufunc = op.fast.get(a.dtype) or _fast_kernel(op, a.dtype)
+    if type(a) not in _CPU_TYPES or type(b) not in _CPU_TYPES:
+        return execute(op, (x, y), None)[0]
+    dtype = a.dtype   # (an attribute read costs as much as the device checks above)
+    if dtype is not b.dtype:
+        op.infer([Spec(a.shape, dtype), Spec(b.shape, b.dtype)], None)  # raises
+    ufunc = op.cpu_ufuncs.get(dtype) or _fast_kernel(op, dtype)
     if op.check_values is not None:
         op.check_values((a, b), None)
     token = _quiet()
     try:  # free unless raised; NumPy checks broadcasting before running any loop
-        if (a.size < LOOP_MIN_SIZE and b.size < LOOP_MIN_SIZE) or a.dtype.char in _UFUNC_ONLY:
+        if (a.size < LOOP_MIN_SIZE and b.size < LOOP_MIN_SIZE) or dtype.char in _UFUNC_ONLY:
             result = ufunc(a, b)
         elif b.ndim == 0 and a.flags.c_contiguous:
-            result = _array_with_scalar(op, ufunc, a, b[()], "loop_as")
+            result = _array_with_scalar(op, ufunc, a, b[()], "as")
         elif a.ndim == 0 and b.flags.c_contiguous:
-            result = _array_with_scalar(op, ufunc, b, a[()], "loop_sa")
+            result = _array_with_scalar(op, ufunc, b, a[()], "sa")
         else:
             result = ufunc(a, b)
     except ValueError:
@@ -195,32 +216,33 @@ def execute_binary(op, x, y):
     return out
 
 
-def _array_with_scalar(op, ufunc, array, scalar, loop):
-    """A large contiguous array with a scalar, by a flat loop (``loop_as``: array op scalar,
-    ``loop_sa``: scalar op array), which vectorises where a broadcasting ufunc does not."""
+def _array_with_scalar(op, ufunc, array, scalar, variant):
+    """A large contiguous array with a scalar, by the CPU kernel's flat loop (``variant`` "as":
+    array op scalar, "sa": scalar op array), which vectorises where a broadcasting ufunc does
+    not."""
     result = np.empty(array.shape, ufunc.types[0][-1])
-    kernel = getattr(elementwise.kernels(op.scalar.name), loop)
-    if loop == "loop_as":
+    kernel = op.kernel(_CPU).flat_loop(variant)
+    if variant == "as":
         kernel(array.reshape(-1), scalar, result.reshape(-1))
     else:
         kernel(scalar, array.reshape(-1), result.reshape(-1))
     return result
 
 
-def _tensor_op_python_float(op, x, a, y):
-    """``float_tensor <op> python_float``: the commonest eager call (``x * 0.5``, ``x + 1.0``).
+def _tensor_op_python_float(op, x, a, dtype, y):
+    """``float_tensor <op> python_float``: the commonest eager call (``x * 0.5``, ``x + 1.0``);
+    ``a``: the tensor's CPU array, of ``dtype``.
 
     NumPy converts a Python float to the array's dtype (as TF does) inside the ufunc call,
     which is cheaper than building a NumPy scalar first.
     """
-    dtype = a.dtype
-    ufunc = op.fast.get(dtype) or _fast_kernel(op, dtype)
+    ufunc = op.cpu_ufuncs.get(dtype) or _fast_kernel(op, dtype)
     token = _quiet()
     try:
         if a.size < LOOP_MIN_SIZE or not a.flags.c_contiguous or dtype.char in _UFUNC_ONLY:
             result = ufunc(a, y)
         else:
-            result = _array_with_scalar(op, ufunc, a, dtype.type(y), "loop_as")
+            result = _array_with_scalar(op, ufunc, a, dtype.type(y), "as")
     finally:
         _restore(token)
     out = Tensor(result)
@@ -235,6 +257,8 @@ def execute_ternary(op, c, x, y):
     for t in (ct, xt, yt):
         if type(t) is not Tensor:
             return add_node(_graph_for(t), op, (ct, xt, yt), None)[0]
+        if type(t._value) not in _CPU_TYPES:
+            return execute(op, (ct, xt, yt), None)[0]
     arrays = [np.asarray(t._value) for t in (ct, xt, yt)]
     op.infer([Spec(a.shape, a.dtype) for a in arrays], None)
     token = _quiet()

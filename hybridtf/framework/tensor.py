@@ -1,15 +1,14 @@
 """``Tensor``: an immutable n-dimensional array with a dtype and a shape.
 
-An eager tensor holds its value as a NumPy array (or NumPy scalar for rank 0) that is never
-written to after creation, so tensors may share memory freely.  Python operators are attached by
+An eager tensor holds its value as an array of one backend (``framework.devices``: on the CPU,
+a NumPy array, or a NumPy scalar for rank 0) that is never written to after creation, so tensors
+may share memory freely; its device is its array's.  Python operators are attached by
 ``hybridtf.api.operators`` so that this module does not depend on the op library.
 """
 import numpy as np
 
-from hybridtf.framework import dtypes
+from hybridtf.framework import devices, dtypes
 from hybridtf.framework.tensor_shape import TensorShape
-
-CPU_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
 
 
 class Reference:
@@ -82,15 +81,17 @@ class Tensor:
 
     @property
     def device(self):
-        return CPU_DEVICE
+        """The full name of the device holding this tensor's value."""
+        return devices.backend_of(self._value).device_name
 
     @property
     def name(self):
         raise AttributeError("Tensor.name is undefined when eager execution is enabled.")
 
     def numpy(self):
-        """The value as a NumPy array (a NumPy scalar for rank 0)."""
-        value = self._value
+        """The value as a NumPy array (a NumPy scalar for rank 0), copied to the host from
+        another device."""
+        value = devices.to_host(self._value)
         if isinstance(value, np.ndarray) and value.ndim == 0:
             return value[()]
         return value
@@ -102,7 +103,7 @@ class Tensor:
 
     # ---- Python protocol ----------------------------------------------------------------------
     def __array__(self, dtype=None, copy=None):
-        value = np.asarray(self._value)
+        value = np.asarray(devices.to_host(self._value))
         if dtype is not None and value.dtype != dtype:
             return value.astype(dtype)
         return value.copy() if copy else value

@@ -5,13 +5,22 @@ import threading
 import numpy as np
 
 from hybridtf.eager import tape as tape_lib
-from hybridtf.framework import dtypes, name_scope
+from hybridtf.framework import devices, dtypes, name_scope
 from hybridtf.framework.constant_op import to_numpy
-from hybridtf.framework.tensor import CPU_DEVICE, Reference, Tensor, format_value, is_tensor
+from hybridtf.framework.tensor import Reference, Tensor, format_value, is_tensor
 from hybridtf.graph import func_graph
 from hybridtf.framework.tensor_shape import TensorShape
 
 _IDS = itertools.count(1)
+# Called with each new variable and its initial array, which it may replace: the distribution
+# strategy in force records the variable and starts it from rank 0's value (see distribute).
+_creation_hook = None
+
+
+def set_creation_hook(hook):
+    """Makes ``hook(variable, initial_array) -> array`` run for every variable created."""
+    global _creation_hook
+    _creation_hook = hook
 
 
 class VariableAggregation:
@@ -79,6 +88,8 @@ class Variable:
         self._handout = threading.Lock()   # guards _snapshot and _overwriting (see _set)
         self._overwriting = None           # the thread overwriting the array in place
         self._value = self._snapshot = None
+        if _creation_hook is not None:
+            value = _creation_hook(self, value)
         self._set(value)
         self._initial_value = self._snapshot
 
@@ -234,7 +245,7 @@ class Variable:
     dtype = property(lambda self: dtypes.of_array(self._value))
     shape = property(lambda self: self._shape if not self._shape.is_fully_defined()
                      else TensorShape(self._value.shape))
-    device = property(lambda self: CPU_DEVICE)
+    device = property(lambda self: devices.backend_of(self._value).device_name)
     constraint = property(lambda self: self._constraint)
     synchronization = property(lambda self: self._synchronization)
     aggregation = property(lambda self: self._aggregation)

@@ -11,7 +11,7 @@ import threading
 
 import numpy as np
 
-from hybridtf.framework import dtypes
+from hybridtf.framework import devices, dtypes
 from hybridtf.framework.tensor import Tensor
 from hybridtf.framework.tensor_shape import TensorShape
 
@@ -47,6 +47,14 @@ class GraphTensor(Tensor):
     def _shape_tuple(self):
         return self._static_shape
 
+    def set_shape(self, shape):
+        """Refines the static shape with dimensions the caller knows (TF's ``set_shape``,
+        e.g. after ``tf.py_function`` or ``decode_image`` in ``Dataset.map``); ValueError when
+        ``shape`` contradicts what is already known."""
+        super().set_shape(shape)
+        merged = self.shape.merge_with(TensorShape(shape))
+        self._static_shape = None if merged.rank is None else tuple(merged.as_list())
+
     @property
     def _np_dtype(self):
         return self._static_dtype
@@ -58,6 +66,11 @@ class GraphTensor(Tensor):
     @property
     def name(self):
         return self._name
+
+    @property
+    def device(self):
+        """The device the traced graph runs on: the CPU, where graphs are compiled and run."""
+        return devices.CPU.device_name
 
     def numpy(self):
         raise TypeError(f"Tensor {self._name!r} is symbolic (inside a traced hybridtf.function) "

@@ -1,9 +1,11 @@
-"""Running a FuncGraph node by node on the ops' eager kernels.
+"""Running a FuncGraph node by node on the ops' CPU kernels.
 
 This is the first execution tier: a new trace runs at once, without waiting for a compiler.
+Graphs run on the CPU, where they are compiled.
 """
 import numpy as np
 
+from hybridtf.framework import devices
 from hybridtf.registry import Spec
 
 
@@ -16,7 +18,7 @@ def _bind_sources(graph, input_arrays, outer_arrays=()):
     for tensor, placeholder in graph.captures:
         values[id(placeholder)] = tensor._value
     for variable, placeholder in graph.variables:
-        # Handed out: the eager kernels' results may be views of it, and the graph's
+        # Handed out: the kernels' results may be views of it, and the graph's
         # write-backs are copies.
         values[id(placeholder)] = variable._shared_array()
     return values
@@ -34,15 +36,14 @@ def _run_node(node, values, call_index):
     if node.unknown_input_shapes:
         infer_shapes(node, arrays)
     attrs = node.attrs
-    if op.stateful and attrs is not None:
-        if "counter" in attrs:
-            # A random op draws a fresh stream on every call of the function.
-            attrs = dict(attrs, counter=(attrs["counter"] << 32) + call_index)
-        elif "branches" in attrs or "body" in attrs:
-            attrs = dict(attrs, call_index=call_index)  # control flow passes it on
+    if op.random_stream:
+        # A random op draws a fresh stream on every call of the function.
+        attrs = dict(attrs, counter=(attrs["counter"] << 32) + call_index)
+    elif op.stateful and op.kind == "control_flow":
+        attrs = dict(attrs, call_index=call_index)  # passed on to the random ops inside
     if op.check_values is not None:
         op.check_values(arrays, attrs)
-    result = op.eager(arrays, attrs)
+    result = op.kernel(devices.CPU).run(arrays, attrs)
     outputs = (result,) if op.num_outputs == 1 else tuple(result)
     for tensor, value in zip(node.outputs, outputs):
         values[id(tensor)] = value

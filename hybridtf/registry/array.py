@@ -11,12 +11,13 @@ from hybridtf.api import array_ops as A
 from hybridtf.api import math_ops as M
 from hybridtf.api import segment_ops as S
 from hybridtf.framework.errors import UnimplementedError
-from hybridtf.registry import OpDef, Spec, checks, register, sizes
+from hybridtf.registry import Kernel, OpDef, Spec, checks, register, sizes
 from hybridtf.registry.elementwise import unbroadcast
 
 
-def _one(name, eager, infer, grad=None, **kw):
-    return register(OpDef(name, kw.pop("kind", "opaque"), eager, infer, grad, **kw))
+def _one(name, cpu_kernel, infer, grad=None, kind="opaque", **kw):
+    """Registers op ``name`` with its CPU kernel (see ``OpDef`` for the rest)."""
+    return register(OpDef(name, kind, {"cpu": cpu_kernel}, infer, grad, **kw))
 
 
 # ---- reshape, transpose, broadcast ------------------------------------------------------------
@@ -50,7 +51,7 @@ RESHAPE = _one(
                                                           attrs["shape"])),
     lambda specs, attrs: [Spec(resolve_shape("reshape", specs[0].shape, attrs["shape"]),
                                specs[0].dtype)],
-    lambda record, grads: (A.reshape_like(grads[0], record.inputs[0]),))
+    lambda record, grads: (A.reshape_like(grads[0], record.inputs[0]),), kind="view")
 
 
 def _perm(op_name, perm, rank):
@@ -144,10 +145,10 @@ def _cast_eager(arrays, attrs):
     return x.astype(attrs["dtype"])
 
 
-CAST = _one("cast", _cast_eager, _cast_infer, _cast_grad, kind="elementwise")
+CAST = _one("cast", _cast_eager, _cast_infer, _cast_grad)
 IDENTITY = _one("identity", lambda arrays, attrs: arrays[0],
                 lambda specs, attrs: [Spec(specs[0].shape, specs[0].dtype)],
-                lambda record, grads: (grads[0],))
+                lambda record, grads: (grads[0],), kind="alias")
 
 
 # ---- concat and split ---------------------------------------------------------------------------
@@ -410,15 +411,19 @@ STRIDED_SLICE_GRAD = _one(
 
 
 # ---- ops that traced code needs where eager code reads the value directly ------------------------
+# As a compile-time constant, a fill is a zero-strided view of its one value: any size folds.
 FILL_LIKE = _one(
     "fill_like",
-    lambda arrays, attrs: np.full(np.shape(arrays[0]), attrs["value"], dtype=attrs["dtype"]),
-    lambda specs, attrs: [Spec(specs[0].shape, np.dtype(attrs["dtype"]))])
+    Kernel(lambda arrays, attrs: np.full(np.shape(arrays[0]), attrs["value"], attrs["dtype"]),
+           constant=lambda arrays, attrs: np.broadcast_to(
+               np.asarray(attrs["value"], attrs["dtype"]), np.shape(arrays[0]))),
+    lambda specs, attrs: [Spec(specs[0].shape, np.dtype(attrs["dtype"]))], shape_only=True)
 SHAPE = _one(
     "shape", lambda arrays, attrs: np.asarray(np.shape(arrays[0]), dtype=attrs["dtype"]),
-    lambda specs, attrs: [Spec((len(specs[0].shape),), np.dtype(attrs["dtype"]))])
+    lambda specs, attrs: [Spec((len(specs[0].shape),), np.dtype(attrs["dtype"]))],
+    shape_only=True)
 STOP_GRADIENT = _one("stop_gradient", lambda arrays, attrs: arrays[0],
-                     lambda specs, attrs: [Spec(specs[0].shape, specs[0].dtype)])
+                     lambda specs, attrs: [Spec(specs[0].shape, specs[0].dtype)], kind="alias")
 WHERE_INDICES = _one(
     "where_indices", lambda arrays, attrs: np.argwhere(arrays[0]).astype(np.int64),
     lambda specs, attrs: [Spec((None, len(specs[0].shape)), np.dtype(np.int64))])

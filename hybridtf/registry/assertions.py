@@ -75,7 +75,7 @@ def _assert_infer(specs, attrs):
     return []
 
 
-ASSERT = register(OpDef("assert", "opaque", _assert_eager, _assert_infer, num_outputs=0,
+ASSERT = register(OpDef("assert", "opaque", {"cpu": _assert_eager}, _assert_infer, num_outputs=0,
                         stateful=True))
 
 
@@ -103,5 +103,5 @@ def _check_numerics_grad(record, grads):
                                         f"in gradient. {record.attrs['message']}"),)
 
 
-CHECK_NUMERICS = register(OpDef("check_numerics", "opaque", _check_numerics_eager,
+CHECK_NUMERICS = register(OpDef("check_numerics", "opaque", {"cpu": _check_numerics_eager},
                                 _check_numerics_infer, _check_numerics_grad, stateful=True))

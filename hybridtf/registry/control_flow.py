@@ -28,12 +28,16 @@ def _cond_grad(record, grads):
     return control_flow_ops.cond_gradient(record, grads)
 
 
-# Control flow runs its subgraphs' nodes, each quiet on its own (see hybridtf.registry): a
+# Control flow runs its subgraphs' nodes, each quiet on its own (see registry.opdef): a
 # py_function inside a branch or loop keeps the user's NumPy settings.
-COND = register(OpDef("cond", "opaque", _cond_eager, _cond_infer, _cond_grad,
-                      num_outputs=None, quiet_fp=False))
-STATEFUL_COND = register(OpDef("stateful_cond", "opaque", _cond_eager, _cond_infer, _cond_grad,
-                               num_outputs=None, stateful=True, quiet_fp=False))
+def _cond(name, stateful):
+    return register(OpDef(name, "control_flow", {"cpu": _cond_eager}, _cond_infer, _cond_grad,
+                          num_outputs=None, stateful=stateful, quiet_fp=False,
+                          subgraphs=("branches",), control_flow="cond"))
+
+
+COND = _cond("cond", stateful=False)
+STATEFUL_COND = _cond("stateful_cond", stateful=True)
 
 
 def run_loop(attrs, state, outer, record_states=None):
@@ -76,10 +80,14 @@ def _while_grad(record, grads):
     return control_flow_ops.while_gradient(record, grads)
 
 
-WHILE = register(OpDef("while_loop", "opaque", _while_eager, _while_infer, _while_grad,
-                       num_outputs=None, quiet_fp=False))
-STATEFUL_WHILE = register(OpDef("stateful_while_loop", "opaque", _while_eager, _while_infer,
-                                _while_grad, num_outputs=None, stateful=True, quiet_fp=False))
+def _while(name, stateful):
+    return register(OpDef(name, "control_flow", {"cpu": _while_eager}, _while_infer,
+                          _while_grad, num_outputs=None, stateful=stateful, quiet_fp=False,
+                          subgraphs=("cond", "body"), control_flow="while"))
+
+
+WHILE = _while("while_loop", stateful=False)
+STATEFUL_WHILE = _while("stateful_while_loop", stateful=True)
 
 
 def _while_grad_eager(arrays, attrs):
@@ -106,7 +114,7 @@ def _while_grad_eager(arrays, attrs):
 
 
 WHILE_GRAD = register(OpDef(
-    "while_loop_grad", "opaque", _while_grad_eager,
+    "while_loop_grad", "control_flow", {"cpu": _while_grad_eager},
     lambda specs, attrs: [Spec(s.shape, s.dtype) for s in specs[:attrs["n_state"] +
                                                                  attrs["n_outer"]]],
-    num_outputs=None))
+    num_outputs=None, subgraphs=("cond", "body", "body_vjp")))

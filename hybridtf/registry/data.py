@@ -65,8 +65,8 @@ def _loop_infer(specs, attrs):
     return [Spec(s.shape, s.dtype) for s in attrs["state_specs"]]
 
 
-DATASET_LOOP = register(OpDef("dataset_loop", "opaque", _loop_eager, _loop_infer,
-                              num_outputs=None, stateful=True))
+DATASET_LOOP = register(OpDef("dataset_loop", "control_flow", {"cpu": _loop_eager}, _loop_infer,
+                              num_outputs=None, stateful=True, subgraphs=("body", "cond")))
 
 
 def _next_eager(arrays, attrs):
@@ -80,5 +80,5 @@ def _next_infer(specs, attrs):
     return [Spec(s.shape, s.dtype) for s in attrs["output_specs"]]
 
 
-ITERATOR_GET_NEXT = register(OpDef("iterator_get_next", "opaque", _next_eager, _next_infer,
-                                   num_outputs=None, stateful=True))
+ITERATOR_GET_NEXT = register(OpDef("iterator_get_next", "opaque", {"cpu": _next_eager},
+                                   _next_infer, num_outputs=None, stateful=True))

@@ -123,7 +123,7 @@ def _inverse_grad(record, grads):
     return (-M.matmul(y, M.matmul(g, y, transpose_b=True), transpose_a=True),)
 
 
-INVERSE = register(OpDef("matrix_inverse", "opaque", _inverse_eager,
+INVERSE = register(OpDef("matrix_inverse", "opaque", {"cpu": _inverse_eager},
                          _same_spec("matrix_inverse"), _inverse_grad))
 
 
@@ -162,10 +162,10 @@ def _slogdet_grad(record, grads):
 
 
 DETERMINANT = register(OpDef(
-    "matrix_determinant", "opaque", lambda arrays, attrs: _determinants(arrays[0])[2],
+    "matrix_determinant", "opaque", {"cpu": lambda arrays, attrs: _determinants(arrays[0])[2]},
     _det_infer("matrix_determinant", 1), _det_grad))
 LOG_DETERMINANT = register(OpDef(
-    "log_matrix_determinant", "opaque", lambda arrays, attrs: _determinants(arrays[0])[:2],
+    "log_matrix_determinant", "opaque", {"cpu": lambda arrays, attrs: _determinants(arrays[0])[:2]},
     _det_infer("log_matrix_determinant", 2), _slogdet_grad, num_outputs=2))
 
 
@@ -206,7 +206,7 @@ def _solve_grad(record, grads):
     return -ga, gb
 
 
-SOLVE = register(OpDef("matrix_solve", "opaque", _solve_eager, _solve_infer, _solve_grad))
+SOLVE = register(OpDef("matrix_solve", "opaque", {"cpu": _solve_eager}, _solve_infer, _solve_grad))
 
 
 # ---- triangular solve -------------------------------------------------------------------------
@@ -246,7 +246,7 @@ def _triangular_grad(record, grads):
     return unbroadcast(ga, a), unbroadcast(gb, b)
 
 
-TRIANGULAR_SOLVE = register(OpDef("matrix_triangular_solve", "opaque", _triangular_eager,
+TRIANGULAR_SOLVE = register(OpDef("matrix_triangular_solve", "opaque", {"cpu": _triangular_eager},
                                   _triangular_infer, _triangular_grad))
 
 
@@ -272,7 +272,7 @@ def _cholesky_grad(record, grads):
     return (0.5 * (grad + _transpose(grad)),)
 
 
-CHOLESKY = register(OpDef("cholesky", "opaque", _cholesky_eager, _same_spec("cholesky"),
+CHOLESKY = register(OpDef("cholesky", "opaque", {"cpu": _cholesky_eager}, _same_spec("cholesky"),
                           _cholesky_grad))
 
 
@@ -318,11 +318,11 @@ def _eigvalsh_grad(record, grads):
 
 EIGH = register(OpDef(
     "self_adjoint_eig", "opaque",
-    lambda arrays, attrs: _eig(arrays[0], True, "self_adjoint_eig"),
+    {"cpu": lambda arrays, attrs: _eig(arrays[0], True, "self_adjoint_eig")},
     _eig_infer("self_adjoint_eig", True), _eigh_grad, num_outputs=2))
 EIGVALSH = register(OpDef(
     "self_adjoint_eigvals", "opaque",
-    lambda arrays, attrs: _eig(arrays[0], False, "self_adjoint_eigvals")[0],
+    {"cpu": lambda arrays, attrs: _eig(arrays[0], False, "self_adjoint_eigvals")[0]},
     _eig_infer("self_adjoint_eigvals", False), _eigvalsh_grad))
 
 
@@ -388,7 +388,7 @@ def _qr_grad(record, grads):
     return (A.concat([gx, M.matmul(q, gv)], axis=-1),)
 
 
-QR = register(OpDef("qr", "opaque", _qr_eager, _qr_infer, _qr_grad, num_outputs=2))
+QR = register(OpDef("qr", "opaque", {"cpu": _qr_eager}, _qr_infer, _qr_grad, num_outputs=2))
 
 
 # ---- SVD --------------------------------------------------------------------------------------
@@ -486,9 +486,9 @@ def _singular_values_grad(record, grads):
 
 SVD = register(OpDef(
     "svd", "opaque",
-    lambda arrays, attrs: _svd(arrays[0], True, attrs["full_matrices"], "svd"),
+    {"cpu": lambda arrays, attrs: _svd(arrays[0], True, attrs["full_matrices"], "svd")},
     _svd_infer("svd", True), _svd_grad, num_outputs=3))
 SINGULAR_VALUES = register(OpDef(
     "singular_values", "opaque",
-    lambda arrays, attrs: _svd(arrays[0], False, False, "singular_values"),
+    {"cpu": lambda arrays, attrs: _svd(arrays[0], False, False, "singular_values")},
     _svd_infer("singular_values", False), _singular_values_grad))

@@ -113,8 +113,8 @@ def _band_grad(record, grads):
     return LA.band_part(grads[0], num_lower, num_upper), None, None
 
 
-BAND_PART = register(OpDef("matrix_band_part", "opaque", _band_eager, _band_infer, _band_grad,
-                           check_values=_band_check))
+BAND_PART = register(OpDef("matrix_band_part", "opaque", {"cpu": _band_eager}, _band_infer,
+                           _band_grad, check_values=_band_check))
 
 
 # ---- diag: a matrix from diagonals ---------------------------------------------------------------
@@ -193,7 +193,7 @@ def _diag_grad(record, grads):
                                            "length": length}), None
 
 
-DIAG = register(OpDef("matrix_diag", "opaque", _diag_eager, _diag_infer, _diag_grad))
+DIAG = register(OpDef("matrix_diag", "opaque", {"cpu": _diag_eager}, _diag_infer, _diag_grad))
 
 
 # ---- diag_part: diagonals read from a matrix -------------------------------------------------
@@ -240,8 +240,8 @@ def _diag_part_grad(record, grads):
     return execute1(SET_DIAG, [A.zeros_like(x), g], {"k": a["k"], "align": a["align"]}), None
 
 
-DIAG_PART = register(OpDef("matrix_diag_part", "opaque", _diag_part_eager, _diag_part_infer,
-                           _diag_part_grad))
+DIAG_PART = register(OpDef("matrix_diag_part", "opaque", {"cpu": _diag_part_eager},
+                           _diag_part_infer, _diag_part_grad))
 
 
 # ---- set_diag: diagonals written into a matrix -----------------------------------------------
@@ -282,5 +282,5 @@ def _set_diag_grad(record, grads):
             LA.diag_part(g, k=a["k"], align=a["align"]))
 
 
-SET_DIAG = register(OpDef("matrix_set_diag", "opaque", _set_diag_eager, _set_diag_infer,
+SET_DIAG = register(OpDef("matrix_set_diag", "opaque", {"cpu": _set_diag_eager}, _set_diag_infer,
                           _set_diag_grad))

@@ -74,7 +74,7 @@ def _read_infer(specs, attrs):
     return [Spec((), np.dtype(object))]
 
 
-READ_FILE = register(OpDef("read_file", "opaque", _read_eager, _read_infer, stateful=True))
+READ_FILE = register(OpDef("read_file", "opaque", {"cpu": _read_eager}, _read_infer, stateful=True))
 
 
 def _write_eager(arrays, attrs):
@@ -94,5 +94,5 @@ def _write_infer(specs, attrs):
     return []
 
 
-WRITE_FILE = register(OpDef("write_file", "opaque", _write_eager, _write_infer, num_outputs=0,
-                            stateful=True))
+WRITE_FILE = register(OpDef("write_file", "opaque", {"cpu": _write_eager}, _write_infer,
+                            num_outputs=0, stateful=True))

@@ -19,8 +19,9 @@ REAL = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uin
 FLOATS = ("float16", "float32", "float64")
 
 
-def _one(name, eager, infer, grad=None, **kw):
-    return register(OpDef(name, "opaque", eager, infer, grad, **kw))
+def _one(name, cpu_kernel, infer, grad=None, **kw):
+    """Registers opaque op ``name`` with its CPU kernel (see ``OpDef`` for the rest)."""
+    return register(OpDef(name, "opaque", {"cpu": cpu_kernel}, infer, grad, **kw))
 
 
 def _check_image(op_name, shape, what="image"):
@@ -296,7 +297,7 @@ def _coins(image, seed, counter):
 RANDOM_FLIP_MASK = _one(
     "random_flip_mask",
     lambda arrays, attrs: _coins(arrays[0], attrs["seed"], attrs["counter"]),
-    _flip_mask_infer, stateful=True)
+    _flip_mask_infer, stateful=True, random_stream=True)
 
 _MASK31 = (1 << 31) - 1
 _MASK32 = (1 << 32) - 1

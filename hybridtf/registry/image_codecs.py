@@ -224,7 +224,7 @@ def _decode_infer(specs, attrs):
     return [Spec((None, None, depth), dtype)]
 
 
-DECODE_IMAGE = register(OpDef("decode_image", "opaque", _decode_eager, _decode_infer))
+DECODE_IMAGE = register(OpDef("decode_image", "opaque", {"cpu": _decode_eager}, _decode_infer))
 
 
 # ---- encode_png ---------------------------------------------------------------------------------
@@ -249,4 +249,4 @@ def _encode_eager(arrays, attrs):
     return np.array(png.write(arrays[0], attrs["compression"]), dtype=object)
 
 
-ENCODE_PNG = register(OpDef("encode_png", "opaque", _encode_eager, _encode_infer))
+ENCODE_PNG = register(OpDef("encode_png", "opaque", {"cpu": _encode_eager}, _encode_infer))

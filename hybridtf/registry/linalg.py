@@ -2,7 +2,7 @@
 from ops import linalg as kernels
 
 from hybridtf.api import math_ops as M
-from hybridtf.registry import OpDef, Spec, checks, register
+from hybridtf.registry import Kernel, OpDef, Spec, checks, register
 from hybridtf.registry.elementwise import unbroadcast
 
 MATMUL_DTYPES = ("int32", "int64", "float32", "float64")
@@ -42,8 +42,16 @@ def _grad(record, grads):
     return unbroadcast(ga, a), unbroadcast(gb, b)
 
 
+def _transposes(attrs):
+    return bool(attrs["transpose_a"]), bool(attrs["transpose_b"])
+
+
+# On the CPU a compiled graph calls BLAS directly, and may compute a product by blocks of rows
+# inside the loop that consumes it (the Kernel's ``direct`` and ``rows`` forms).
 MATMUL = register(OpDef(
     "matmul", "opaque",
-    lambda arrays, attrs: kernels.matmul(arrays[0], arrays[1], attrs["transpose_a"],
-                                         attrs["transpose_b"]),
+    {"cpu": Kernel(lambda arrays, attrs: kernels.matmul(arrays[0], arrays[1],
+                                                        *_transposes(attrs)),
+                   direct=kernels.matmul, direct_args=_transposes,
+                   rows=kernels.matmul_rows_kernel)},
     _infer, _grad))

@@ -43,10 +43,11 @@ def _log_softmax_grad(record, grads):
     return (g - M.exp(y) * M.reduce_sum(g, axis=-1, keepdims=True),)
 
 
-SOFTMAX = register(OpDef("softmax", "opaque", lambda arrays, attrs: kernels.softmax(arrays[0]),
+SOFTMAX = register(OpDef("softmax", "opaque",
+                         {"cpu": lambda arrays, attrs: kernels.softmax(arrays[0])},
                          _last_axis_infer("softmax"), _softmax_grad))
 LOG_SOFTMAX = register(OpDef("log_softmax", "opaque",
-                             lambda arrays, attrs: kernels.log_softmax(arrays[0]),
+                             {"cpu": lambda arrays, attrs: kernels.log_softmax(arrays[0])},
                              _last_axis_infer("log_softmax"), _log_softmax_grad))
 
 
@@ -88,7 +89,7 @@ def _sparse_xent_grad(record, grads):
 
 SPARSE_XENT = register(OpDef(
     "sparse_softmax_cross_entropy_with_logits", "opaque",
-    lambda arrays, attrs: kernels.sparse_softmax_cross_entropy(arrays[0], arrays[1]),
+    {"cpu": lambda arrays, attrs: kernels.sparse_softmax_cross_entropy(arrays[0], arrays[1])},
     _sparse_xent_infer, _sparse_xent_grad, check_values=_sparse_xent_check, num_outputs=2))
 
 
@@ -121,8 +122,8 @@ def _xent_grad(record, grads):
 
 XENT = register(OpDef(
     "softmax_cross_entropy_with_logits", "opaque",
-    lambda arrays, attrs: kernels.softmax_cross_entropy(
-        arrays[0], checks.contiguous(np.broadcast_to(arrays[1], arrays[0].shape))),
+    {"cpu": lambda arrays, attrs: kernels.softmax_cross_entropy(
+        arrays[0], checks.contiguous(np.broadcast_to(arrays[1], arrays[0].shape)))},
     _xent_infer, _xent_grad, num_outputs=2))
 
 
@@ -183,7 +184,8 @@ def _conv_kw(attrs):
 
 
 CONV2D = register(OpDef(
-    "conv2d", "opaque", lambda arrays, attrs: kernels.conv2d(arrays[0], arrays[1], *_conv_args(attrs)),
+    "conv2d", "opaque",
+    {"cpu": lambda arrays, attrs: kernels.conv2d(arrays[0], arrays[1], *_conv_args(attrs))},
     _conv_infer, _conv_grad))
 
 
@@ -207,8 +209,8 @@ def _backprop_input_grad(record, grads):
 
 CONV2D_BACKPROP_INPUT = register(OpDef(
     "conv2d_backprop_input", "opaque",
-    lambda arrays, attrs: kernels.conv2d_backprop_input(tuple(attrs["input_shape"]), arrays[0],
-                                                        arrays[1], *_conv_args(attrs)),
+    {"cpu": lambda arrays, attrs: kernels.conv2d_backprop_input(
+        tuple(attrs["input_shape"]), arrays[0], arrays[1], *_conv_args(attrs))},
     _backprop_input_infer, _backprop_input_grad))
 
 
@@ -233,8 +235,8 @@ def _backprop_filter_grad(record, grads):
 
 CONV2D_BACKPROP_FILTER = register(OpDef(
     "conv2d_backprop_filter", "opaque",
-    lambda arrays, attrs: kernels.conv2d_backprop_filter(arrays[0], tuple(attrs["filter_shape"]),
-                                                         arrays[1], *_conv_args(attrs)),
+    {"cpu": lambda arrays, attrs: kernels.conv2d_backprop_filter(
+        arrays[0], tuple(attrs["filter_shape"]), arrays[1], *_conv_args(attrs))},
     _backprop_filter_infer, _backprop_filter_grad))
 
 
@@ -264,7 +266,8 @@ def _pool_kw(attrs):
 
 
 MAX_POOL = register(OpDef(
-    "max_pool2d", "opaque", lambda arrays, attrs: kernels.max_pool2d(arrays[0], *_pool_args(attrs)),
+    "max_pool2d", "opaque",
+    {"cpu": lambda arrays, attrs: kernels.max_pool2d(arrays[0], *_pool_args(attrs))},
     _pool_infer("max_pool2d"),
     lambda record, grads: (N.max_pool2d_grad(record.inputs[0], record.outputs[0], grads[0],
                                              **_pool_kw(record.attrs)),)))
@@ -285,7 +288,7 @@ def _same_as_input(name):
 
 MAX_POOL_GRAD = register(OpDef(
     "max_pool2d_grad", "opaque",
-    lambda arrays, attrs: kernels.max_pool2d_grad(*arrays, *_pool_args(attrs)),
+    {"cpu": lambda arrays, attrs: kernels.max_pool2d_grad(*arrays, *_pool_args(attrs))},
     _same_as_input("max_pool2d_grad"),
     # Piecewise constant in the pooled tensors: zeros for them (as TF), linear in the gradient.
     lambda record, grads: (A.zeros_like(record.inputs[0]), A.zeros_like(record.inputs[1]),
@@ -303,14 +306,15 @@ def _grad_grad_infer(specs, attrs):
 
 MAX_POOL_GRAD_GRAD = register(OpDef(
     "max_pool2d_grad_grad", "opaque",
-    lambda arrays, attrs: kernels.max_pool2d_grad_grad(*arrays, *_pool_args(attrs)),
+    {"cpu": lambda arrays, attrs: kernels.max_pool2d_grad_grad(*arrays, *_pool_args(attrs))},
     _grad_grad_infer,
     lambda record, grads: (A.zeros_like(record.inputs[0]), A.zeros_like(record.inputs[1]),
                            N.max_pool2d_grad(record.inputs[0], record.inputs[1], grads[0],
                                              **_pool_kw(record.attrs)))))
 
 AVG_POOL = register(OpDef(
-    "avg_pool2d", "opaque", lambda arrays, attrs: kernels.avg_pool2d(arrays[0], *_pool_args(attrs)),
+    "avg_pool2d", "opaque",
+    {"cpu": lambda arrays, attrs: kernels.avg_pool2d(arrays[0], *_pool_args(attrs))},
     _pool_infer("avg_pool2d"),
     lambda record, grads: (N.avg_pool2d_grad(record.inputs[0].shape, grads[0],
                                              **_pool_kw(record.attrs)),)))
@@ -328,8 +332,8 @@ def _avg_grad_infer(specs, attrs):
 
 AVG_POOL_GRAD = register(OpDef(
     "avg_pool2d_grad", "opaque",
-    lambda arrays, attrs: kernels.avg_pool2d_grad(tuple(attrs["input_shape"]), arrays[0],
-                                                  *_pool_args(attrs)),
+    {"cpu": lambda arrays, attrs: kernels.avg_pool2d_grad(tuple(attrs["input_shape"]), arrays[0],
+                                                          *_pool_args(attrs))},
     _avg_grad_infer,
     lambda record, grads: (N.avg_pool2d(grads[0], **_pool_kw(record.attrs)),)))
 
@@ -345,7 +349,10 @@ def _bias_infer(specs, attrs):
     return [Spec(value.shape, value.dtype)]
 
 
+# An add under NumPy's broadcasting once its shape rule has passed: fused as ``add``.
 BIAS_ADD = register(OpDef(
     "bias_add", "elementwise",
-    lambda arrays, attrs: elementwise.ufunc("add", arrays[0].dtype.name)(*arrays), _bias_infer,
-    lambda record, grads: (grads[0], M.reduce_sum(grads[0], axis=list(range(grads[0].ndim - 1))))))
+    {"cpu": lambda arrays, attrs: elementwise.ufunc("add", arrays[0].dtype.name)(*arrays)},
+    _bias_infer,
+    lambda record, grads: (grads[0], M.reduce_sum(grads[0], axis=list(range(grads[0].ndim - 1)))),
+    scalar=elementwise.SCALAR_OPS["add"]))

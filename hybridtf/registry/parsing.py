@@ -147,5 +147,5 @@ def _decode_infer(specs, attrs):
     return outputs
 
 
-DECODE_CSV = register(OpDef("decode_csv", "opaque", _decode_eager, _decode_infer,
+DECODE_CSV = register(OpDef("decode_csv", "opaque", {"cpu": _decode_eager}, _decode_infer,
                             num_outputs=None))

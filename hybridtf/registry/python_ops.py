@@ -28,7 +28,7 @@ def _print_eager(arrays, attrs):
     return ()
 
 
-PRINT = register(OpDef("print", "opaque", _print_eager, lambda specs, attrs: [],
+PRINT = register(OpDef("print", "opaque", {"cpu": _print_eager}, lambda specs, attrs: [],
                        num_outputs=0, stateful=True))
 
 
@@ -55,5 +55,5 @@ def _py_function_infer(specs, attrs):
     return [Spec(None, dtypes.as_dtype(d).as_numpy_dtype) for d in nest.flatten(touts)]
 
 
-PY_FUNCTION = register(OpDef("py_function", "opaque", _py_function_eager, _py_function_infer,
-                             num_outputs=None, stateful=True, quiet_fp=False))
+PY_FUNCTION = register(OpDef("py_function", "opaque", {"cpu": _py_function_eager},
+                             _py_function_infer, num_outputs=None, stateful=True, quiet_fp=False))

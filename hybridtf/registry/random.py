@@ -25,8 +25,9 @@ def _scaled(kernel):
     return eager
 
 
-def _random_op(name, eager, allowed=FLOATS):
-    return register(OpDef(name, "opaque", eager, _infer(name, allowed), stateful=True))
+def _random_op(name, cpu_kernel, allowed=FLOATS):
+    return register(OpDef(name, "opaque", {"cpu": cpu_kernel}, _infer(name, allowed),
+                          stateful=True, random_stream=True))
 
 
 RANDOM_UNIFORM = _random_op("random_uniform", _scaled(kernels.uniform))

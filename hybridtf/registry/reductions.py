@@ -90,15 +90,19 @@ def _prod_grad(record, grads):
     return (A.transpose(result, inverse),)
 
 
-def _define(name, kernel, grad, allowed=NUMERIC):
-    return register(OpDef("reduce_" + name, "reduction", _reduce_eager(name, kernel),
-                          _reduce_infer("reduce_" + name, allowed), grad))
+def _define(name, kernel, grad, allowed=NUMERIC, fusable=False):
+    """Registers ``reduce_<name>``; a ``fusable`` one is a "reduction" whose accumulator a fused
+    loop knows (``OpDef.reduction``), the others are opaque."""
+    return register(OpDef("reduce_" + name, "reduction" if fusable else "opaque",
+                          {"cpu": _reduce_eager(name, kernel)},
+                          _reduce_infer("reduce_" + name, allowed), grad,
+                          reduction=name if fusable else None))
 
 
-SUM = _define("sum", kernels.reduce_sum, _sum_grad)
-MEAN = _define("mean", kernels.reduce_mean, _mean_grad)
-MAX = _define("max", kernels.reduce_max, _extremum_grad)
-MIN = _define("min", kernels.reduce_min, _extremum_grad)
+SUM = _define("sum", kernels.reduce_sum, _sum_grad, fusable=True)
+MEAN = _define("mean", kernels.reduce_mean, _mean_grad, fusable=True)
+MAX = _define("max", kernels.reduce_max, _extremum_grad, fusable=True)
+MIN = _define("min", kernels.reduce_min, _extremum_grad, fusable=True)
 PROD = _define("prod", kernels.reduce_prod, _prod_grad)
 ANY = _define("any", kernels.reduce_any, None, ("bool",))
 ALL = _define("all", kernels.reduce_all, None, ("bool",))
@@ -126,8 +130,10 @@ def _arg_eager(kernel):
     return eager
 
 
-ARGMAX = register(OpDef("argmax", "reduction", _arg_eager(kernels.argmax), _arg_infer("argmax")))
-ARGMIN = register(OpDef("argmin", "reduction", _arg_eager(kernels.argmin), _arg_infer("argmin")))
+ARGMAX = register(OpDef("argmax", "opaque", {"cpu": _arg_eager(kernels.argmax)},
+                        _arg_infer("argmax")))
+ARGMIN = register(OpDef("argmin", "opaque", {"cpu": _arg_eager(kernels.argmin)},
+                        _arg_infer("argmin")))
 
 
 def _scan_infer(name, allowed=NUMERIC):
@@ -164,9 +170,9 @@ def _cumprod_grad(record, grads):
     return (summed / x,)
 
 
-CUMSUM = register(OpDef("cumsum", "opaque", _scan_eager("cumsum", kernels.cumsum),
+CUMSUM = register(OpDef("cumsum", "opaque", {"cpu": _scan_eager("cumsum", kernels.cumsum)},
                         _scan_infer("cumsum"), _cumsum_grad))
-CUMPROD = register(OpDef("cumprod", "opaque", _scan_eager("cumprod", kernels.cumprod),
+CUMPROD = register(OpDef("cumprod", "opaque", {"cpu": _scan_eager("cumprod", kernels.cumprod)},
                          _scan_infer("cumprod"), _cumprod_grad))
 
 
@@ -196,5 +202,5 @@ def _cumulative_logsumexp_grad(record, grads):
 
 CUMULATIVE_LOGSUMEXP = register(OpDef(
     "cumulative_logsumexp", "opaque",
-    _scan_eager("cumulative_logsumexp", kernels.cumulative_logsumexp),
+    {"cpu": _scan_eager("cumulative_logsumexp", kernels.cumulative_logsumexp)},
     _scan_infer("cumulative_logsumexp", ("float32", "float64")), _cumulative_logsumexp_grad))

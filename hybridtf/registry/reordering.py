@@ -33,7 +33,7 @@ def _reverse_eager(arrays, attrs):
 
 
 REVERSE = register(OpDef(
-    "reverse", "opaque", _reverse_eager, _reverse_infer,
+    "reverse", "opaque", {"cpu": _reverse_eager}, _reverse_infer,
     lambda record, grads: (MA.reverse(grads[0], record.attrs["axis"]),)))
 
 
@@ -79,4 +79,4 @@ def _roll_grad(record, grads):
                     axis[0] if record.attrs["scalar"] else axis), None)
 
 
-ROLL = register(OpDef("roll", "opaque", _roll_eager, _roll_infer, _roll_grad))
+ROLL = register(OpDef("roll", "opaque", {"cpu": _roll_eager}, _roll_infer, _roll_grad))

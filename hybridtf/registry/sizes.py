@@ -65,14 +65,14 @@ def check_scalar(op_name, spec, what):
         checks.fail(op_name, f"{what} must be a scalar, got shape {checks.fmt_shape(spec.shape)}.")
 
 
-def reporting_memory(op_name, eager):
-    """``eager`` raising TF's ResourceExhaustedError, naming the op, for a result too large to
-    allocate: ops whose output size comes from values (segment ids, counts, shapes) can be asked
-    for one by a wrong value."""
-    @functools.wraps(eager)
+def reporting_memory(op_name, kernel):
+    """``kernel`` (a kernel's ``run``) raising TF's ResourceExhaustedError, naming the op, for a
+    result too large to allocate: ops whose output size comes from values (segment ids, counts,
+    shapes) can be asked for one by a wrong value."""
+    @functools.wraps(kernel)
     def run(arrays, attrs):
         try:
-            return eager(arrays, attrs)
+            return kernel(arrays, attrs)
         except MemoryError as err:
             raise ResourceExhaustedError(
                 None, op_name, f"{op_name}: out of memory for the result ({err}); check the "
@@ -111,7 +111,8 @@ def check_allocation(op_name, shape, dtype, set_by):
             f"{_in_units(MEMORY_SIZE)} of memory; check {set_by}.")
 
 
-def register_opaque(name, eager, infer, grad=None, **kw):
-    """Registers an opaque op whose result size comes from its input values, its ``eager``
+def register_opaque(name, cpu_kernel, infer, grad=None, **kw):
+    """Registers an opaque op whose result size comes from its input values, its CPU kernel
     run ``reporting_memory``."""
-    return register(OpDef(name, "opaque", reporting_memory(name, eager), infer, grad, **kw))
+    return register(OpDef(name, "opaque", {"cpu": reporting_memory(name, cpu_kernel)}, infer,
+                          grad, **kw))

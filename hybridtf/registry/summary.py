@@ -23,7 +23,7 @@ def _write_infer(specs, attrs):
     return [Spec((), np.dtype(np.bool_))]
 
 
-WRITE_SUMMARY = register(OpDef("write_summary", "opaque", _write_eager, _write_infer,
+WRITE_SUMMARY = register(OpDef("write_summary", "opaque", {"cpu": _write_eager}, _write_infer,
                                stateful=True))
 
 
@@ -41,7 +41,7 @@ def _no_outputs(specs, attrs):
     return []
 
 
-FLUSH_SUMMARY_WRITER = register(OpDef("flush_summary_writer", "opaque", _flush_eager,
+FLUSH_SUMMARY_WRITER = register(OpDef("flush_summary_writer", "opaque", {"cpu": _flush_eager},
                                       _no_outputs, num_outputs=0, stateful=True))
-CLOSE_SUMMARY_WRITER = register(OpDef("close_summary_writer", "opaque", _close_eager,
+CLOSE_SUMMARY_WRITER = register(OpDef("close_summary_writer", "opaque", {"cpu": _close_eager},
                                       _no_outputs, num_outputs=0, stateful=True))

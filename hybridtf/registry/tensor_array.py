@@ -43,8 +43,8 @@ def _write_grad(record, grads):
     return g_buffer, None, g_value
 
 
-TENSOR_ARRAY_WRITE = register(OpDef("tensor_array_write", "opaque", _write_eager, _write_infer,
-                                    _write_grad))
+TENSOR_ARRAY_WRITE = register(OpDef("tensor_array_write", "opaque", {"cpu": _write_eager},
+                                    _write_infer, _write_grad))
 
 
 def _write_grad_eager(arrays, attrs):
@@ -58,7 +58,7 @@ def _write_grad_eager(arrays, attrs):
 
 
 TENSOR_ARRAY_WRITE_GRAD = register(OpDef(
-    "tensor_array_write_grad", "opaque", _write_grad_eager,
+    "tensor_array_write_grad", "opaque", {"cpu": _write_grad_eager},
     lambda specs, attrs: [Spec(specs[1].shape, specs[0].dtype),
                           Spec(None if specs[1].shape is None else tuple(specs[1].shape[1:]),
                                specs[0].dtype)],
