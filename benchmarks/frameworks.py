@@ -22,6 +22,8 @@ _LABELS = {
     ("torch", "eager"): "PyTorch eager",
     ("hybridtf", "eager"): "hybridtf eager",
     ("hybridtf", "function"): "hybridtf function",
+    ("hybridtf", "mpi"): "hybridtf MPI",
+    ("torch", "ddp"): "PyTorch DDP (gloo)",
 }
 
 

@@ -26,6 +26,14 @@ METRIC_FORMATS = {
     "loop_s": ("loop", "time"),
     "trace_s": ("per trace", "time"),
     "cache_files": ("cache files", "count"),
+    "w3_images_s_1": ("W3 n=1", "rate"),
+    "w3_images_s_2": ("W3 n=2", "rate"),
+    "w3_efficiency": ("W3 eff.", "fraction"),
+    "w3_images_s_2_alone": ("W3 n=2 no all-red.", "rate"),
+    "w4_images_s_1": ("W4 n=1", "rate"),
+    "w4_images_s_2": ("W4 n=2", "rate"),
+    "w4_efficiency": ("W4 eff.", "fraction"),
+    "w4_images_s_2_alone": ("W4 n=2 no all-red.", "rate"),
 }
 
 
@@ -47,6 +55,10 @@ def format_value(value, kind):
         return f"{value:.1f} MiB"
     if kind == "count":
         return f"{value:.0f}"
+    if kind == "rate":
+        return f"{value:.0f} img/s"
+    if kind == "fraction":
+        return f"{value:.1%}"
     return f"{value:.3g}"
 
 

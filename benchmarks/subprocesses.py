@@ -14,11 +14,12 @@ MARKER = "BENCHMARK-RESULT "
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def run_child(arguments, env=None, timeout=600.0):
-    """Run the child with ``arguments``; returns its result dict plus ``process_s`` (wall time
-    of the whole process, interpreter start included). A crash or a time-out becomes
+def run_child(arguments, env=None, timeout=600.0, module="benchmarks.child", launcher=()):
+    """Run the child ``python -m module`` with ``arguments`` (under ``launcher``, e.g.
+    ``["mpiexec", "-n", "2"]``); returns its result dict plus ``process_s`` (wall time of the
+    whole process, interpreter start included). A crash or a time-out becomes
     ``{"status": "error", "reason": ...}``."""
-    command = [sys.executable, "-m", "benchmarks.child", *arguments]
+    command = [*launcher, sys.executable, "-m", module, *arguments]
     env = dict(os.environ if env is None else env)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (REPO_ROOT, env.get("PYTHONPATH")) if p)
     start = time.perf_counter()

@@ -6,6 +6,7 @@ Peers that are not installed (TensorFlow, JAX, PyTorch in CI) are skipped; hybri
 that do not exist yet (``hybridtf.function`` until it lands) are skipped with the suite's own
 "missing" reason. A hybridtf variant that raises or computes a different result fails.
 """
+import importlib.util
 import json
 import os
 import sys
@@ -23,8 +24,9 @@ from benchmarks.agreement import Tolerance, compare, flatten, relative_error  # 
 from benchmarks.frameworks import Missing, NotImportable, Unavailable, require  # noqa: E402
 from benchmarks.harness import Prepared  # noqa: E402
 from benchmarks.suite import run_suite, run_timed  # noqa: E402
+from benchmarks.subprocesses import run_child  # noqa: E402
 from benchmarks.workloads import WORKLOADS  # noqa: E402
-from benchmarks.workloads import w3_mlp, w4_cnn  # noqa: E402
+from benchmarks.workloads import d1_data_parallel, w3_mlp, w4_cnn  # noqa: E402
 from benchmarks.workloads.base import Impl, Workload  # noqa: E402
 
 SMOKE = profiles.SMOKE
@@ -217,6 +219,26 @@ def test_smoke_run_of_the_retracing_workload():
     assert variant["tracing_count"] == 1 + SMOKE.r1_calls
     assert variant["metrics"]["cache_files"]["median"] == 0
     assert "R1  retracing" in report.format_results(results)
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("mpi4py") is None or d1_data_parallel.mpiexec() is None,
+    reason='D1 needs the `distributed` extra (mpi4py, mpiexec): pip install -e ".[distributed]"')
+def test_data_parallel_child_on_one_and_two_ranks():
+    """D1's ranks with hybridtf's W3 step: the averaged gradient of two ranks on equal batches
+    is the one-rank gradient, so the losses agree; throughput is reported, never asserted."""
+    results = {}
+    for ranks in (1, 2):
+        results[ranks] = run_child(["hybridtf", "W3", "--profile", "smoke"],
+                                   module="benchmarks.data_parallel_child",
+                                   launcher=[d1_data_parallel.mpiexec(), "-n", str(ranks)],
+                                   timeout=300)
+        assert results[ranks]["status"] == "ok", results[ranks]
+        assert results[ranks]["ranks"] == ranks
+        assert results[ranks]["images_s"] and min(results[ranks]["images_s"]) > 0
+    np.testing.assert_allclose(results[2]["losses"], results[1]["losses"], rtol=1e-5)
+    assert results[1]["losses"][-1] < results[1]["losses"][0]
+    assert "images_s_alone" in results[2] and "images_s_alone" not in results[1]
 
 
 def test_command_line_writes_json_and_plot(tmp_path, capsys):

@@ -121,18 +121,27 @@ def build_jax(jax, profile):
     return _prepared(step, lambda: state[0], profile)
 
 
-def build_torch(torch, profile):
-    functional = torch.nn.functional
+def torch_params_and_batch(torch):
+    """The initial parameters (requiring gradients) and the batch, as PyTorch tensors."""
     params = [torch.tensor(p, requires_grad=True) for p in initial_params()]
-    optimizer = adam.TorchAdam(torch, params)
     x, y = batch()
-    x, y = torch.from_numpy(x), torch.from_numpy(y.astype(np.int64))
+    return params, torch.from_numpy(x), torch.from_numpy(y.astype(np.int64))
+
+
+def torch_loss(torch, params, x, y):
+    """The step's loss in PyTorch (also D1's DistributedDataParallel module)."""
+    w1, b1, w2, b2, w3, b3 = params
+    h = torch.relu(x @ w1 + b1)
+    h = torch.relu(h @ w2 + b2)
+    return torch.nn.functional.cross_entropy(h @ w3 + b3, y)
+
+
+def build_torch(torch, profile):
+    params, x, y = torch_params_and_batch(torch)
+    optimizer = adam.TorchAdam(torch, params)
 
     def step():
-        w1, b1, w2, b2, w3, b3 = params
-        h = torch.relu(x @ w1 + b1)
-        h = torch.relu(h @ w2 + b2)
-        loss = functional.cross_entropy(h @ w3 + b3, y)
+        loss = torch_loss(torch, params, x, y)
         grads = torch.autograd.grad(loss, params)
         optimizer.apply(params, grads)
         return loss.detach()

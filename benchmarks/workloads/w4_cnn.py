@@ -162,23 +162,34 @@ def from_torch_layout(params):
     return [k1.transpose(2, 3, 1, 0), c1, k2.transpose(2, 3, 1, 0), c2, w3, b3, w4, b4]
 
 
-def build_torch(torch, profile):
-    functional = torch.nn.functional
+def torch_params_and_batch(torch):
+    """The initial parameters (requiring gradients, PyTorch's layout) and the batch (NCHW), as
+    PyTorch tensors."""
     params = [torch.tensor(np.ascontiguousarray(p), requires_grad=True)
               for p in to_torch_layout(initial_params())]
-    optimizer = adam.TorchAdam(torch, params)
     x, y = batch()
     x = torch.from_numpy(np.ascontiguousarray(x.transpose(0, 3, 1, 2)))  # NCHW, PyTorch's layout
-    y = torch.from_numpy(y.astype(np.int64))
+    return params, x, torch.from_numpy(y.astype(np.int64))
+
+
+def torch_loss(torch, params, x, y):
+    """The step's loss in PyTorch (also D1's DistributedDataParallel module)."""
+    functional = torch.nn.functional
+    k1, c1, k2, c2, w3, b3, w4, b4 = params
+    h = functional.max_pool2d(torch.relu(functional.conv2d(x, k1, c1, padding="same")), 2)
+    h = functional.max_pool2d(torch.relu(functional.conv2d(h, k2, c2, padding="same")), 2)
+    h = torch.relu(h.reshape(h.shape[0], -1) @ w3 + b3)
+    probs = torch.softmax(h @ w4 + b4, dim=1)
+    log_probs = torch.log(torch.clamp(probs, KERAS_EPSILON, 1.0 - KERAS_EPSILON))
+    return functional.cross_entropy(log_probs, y)
+
+
+def build_torch(torch, profile):
+    params, x, y = torch_params_and_batch(torch)
+    optimizer = adam.TorchAdam(torch, params)
 
     def step():
-        k1, c1, k2, c2, w3, b3, w4, b4 = params
-        h = functional.max_pool2d(torch.relu(functional.conv2d(x, k1, c1, padding="same")), 2)
-        h = functional.max_pool2d(torch.relu(functional.conv2d(h, k2, c2, padding="same")), 2)
-        h = torch.relu(h.reshape(h.shape[0], -1) @ w3 + b3)
-        probs = torch.softmax(h @ w4 + b4, dim=1)
-        log_probs = torch.log(torch.clamp(probs, KERAS_EPSILON, 1.0 - KERAS_EPSILON))
-        loss = functional.cross_entropy(log_probs, y)
+        loss = torch_loss(torch, params, x, y)
         grads = torch.autograd.grad(loss, params)
         optimizer.apply(params, grads)
         return loss.detach()
