@@ -14,7 +14,7 @@ from hybridtf.api.check_ops import (  # noqa: F401
     Assert, assert_equal, assert_greater, assert_less, assert_rank)
 from hybridtf.api.grid_ops import linspace, meshgrid  # noqa: F401
 from hybridtf.api.manip_ops import reverse, roll  # noqa: F401
-from hybridtf import debugging, nest  # noqa: F401
+from hybridtf import compat, debugging, nest  # noqa: F401
 from hybridtf.api.clip_ops import clip_by_global_norm, clip_by_norm  # noqa: F401
 from hybridtf.api.einsum_ops import einsum  # noqa: F401
 from hybridtf.api.linalg_ops import norm  # noqa: F401
@@ -62,3 +62,4 @@ from hybridtf import summary  # noqa: F401,E402
 from hybridtf import keras, saved_model  # noqa: F401,E402
 from hybridtf import image, io  # noqa: F401,E402
 from hybridtf import train  # noqa: F401,E402
+from hybridtf import distribute  # noqa: F401,E402

@@ -5,3 +5,5 @@ from hybridtf.api.nn_ops import (  # noqa: F401
     sigmoid_cross_entropy_with_logits, softmax, softmax_cross_entropy_with_logits, softplus,
     sparse_softmax_cross_entropy_with_logits, tanh)
 from hybridtf.api.sort_ops import in_top_k, top_k  # noqa: F401
+from hybridtf.distribute.losses import (  # noqa: F401
+    compute_average_loss, scale_regularization_loss)

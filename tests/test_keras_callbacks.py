@@ -149,7 +149,7 @@ def test_history_records_every_epoch():
     history = model.fit(x, y, batch_size=8, epochs=3, verbose=0)
     assert isinstance(history, callbacks.History) and model.history is history
     assert history.epoch == [0, 1, 2]
-    assert list(history.history) == ["loss", "accuracy"]
+    assert list(history.history) == ["accuracy", "loss"]
     assert all(len(values) == 3 for values in history.history.values())
     assert history.history["loss"][-1] == pytest.approx(
         model.evaluate(x, y, verbose=0)[0], rel=0.2)

@@ -57,7 +57,8 @@ def test_sequential_round_trip_restores_weights_compile_state_and_optimizer(tmp_
     assert type(loaded.optimizer).__name__ == "Adam"
     assert float(loaded.optimizer.learning_rate) == pytest.approx(0.01)
     assert loaded.evaluate(x, y, verbose=0) == model.evaluate(x, y, verbose=0)
-    assert loaded.metrics_names == ["loss", "accuracy"]
+    assert loaded.metrics_names == ["loss", "compile_metrics"]
+    assert [m.name for m in loaded.compiled_metrics.metrics] == ["accuracy"]
     # The optimizer's state came back too: training goes on identically.
     assert int(loaded.optimizer.iterations) == int(model.optimizer.iterations) == 6
     assert_same_weights(loaded.optimizer.get_weights(), model.optimizer.get_weights())

@@ -109,3 +109,34 @@ def test_with_name_scope_decorator():
             return tf.Variable(1.0, name="made")
 
     assert Maker(name="maker").make().name == "maker/made:0"
+
+
+def test_module_subclass_without_super_init_still_works(tmp_path):
+    """As in TF: a tf.Module subclass that skips ``super().__init__()`` still tracks its
+    variables, checkpoints and saves (only ``name`` / ``name_scope`` are missing, as in TF)."""
+    class NoSuper(tf.Module):
+        def __init__(self):
+            self.v = tf.Variable(1.0)
+            self.frozen = [tf.Variable(2.0, trainable=False)]
+
+        @tf.function(input_signature=[tf.TensorSpec([], tf.float32)])
+        def __call__(self, x):
+            return x * self.v
+
+    m = NoSuper()
+    assert [float(v.numpy()) for v in m.variables] == [2.0, 1.0]
+    assert [float(v.numpy()) for v in m.trainable_variables] == [1.0]
+    assert float(m(tf.constant(3.0))) == 3.0
+    with pytest.raises(AttributeError):
+        m.name
+    checkpoint = tf.train.Checkpoint(m=m)
+    path = checkpoint.save(str(tmp_path / "ckpt" / "c"))
+    m.v.assign(5.0)
+    checkpoint.restore(path)
+    assert float(m.v.numpy()) == 1.0
+    tf.saved_model.save(m, str(tmp_path / "saved"))
+    loaded = tf.saved_model.load(str(tmp_path / "saved"))
+    assert float(loaded(tf.constant(2.0))) == 2.0
+    assert float(loaded.signatures["serving_default"](x=tf.constant(4.0))["output_0"]) == 4.0
+    with pytest.raises(TypeError, match="incompatible with input_signature"):
+        m(tf.constant([1.0, 2.0]))

@@ -5,7 +5,7 @@ import operator
 import numpy as np
 
 from hybridtf.eager.execute import as_tensor, execute, execute1
-from hybridtf.framework import dtypes
+from hybridtf.framework import devices, dtypes
 from hybridtf.framework.constant_op import convert_to_tensor, to_numpy
 from hybridtf.framework.tensor import Tensor
 from hybridtf.registry import Spec, checks
@@ -126,7 +126,7 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001 -
     else:
         target = dtypes.as_dtype(dtype).as_numpy_dtype
     _numeric_range_dtype(target)
-    return Tensor(AR.RANGE.eager(values, {"dtype": target}))
+    return Tensor(AR.RANGE.kernel(devices.CPU).run(values, {"dtype": target}))
 
 
 def _numeric_range_dtype(np_dtype):

@@ -606,20 +606,13 @@ class Function:
         if len(given) != len(self._input_signature):
             raise TypeError(f"{self._name}: the input_signature has {len(self._input_signature)} "
                             f"entries but the call gave {len(given)} arguments for them.")
-        problems = None
-        for value, spec in zip(given, self._input_signature):
-            try:
-                nest.assert_same_structure(spec, value)
-            except ValueError:
-                problems = True
-                break
-            for leaf, leaf_spec in zip(nest.flatten(value), nest.flatten(spec)):
-                if not _compatible(leaf, leaf_spec):
-                    problems = True
-        if problems:
-            raise ValueError("Python inputs incompatible with input_signature:\n"
-                             f"  inputs: {tuple(given)!r}\n"
-                             f"  input_signature: {self._input_signature!r}")
+        for (name, _), value, spec in zip(slots, given, self._input_signature):
+            problem = _signature_mismatch(value, spec)
+            if problem is not None:
+                raise InputSignatureMismatchError(f"Binding inputs to tf.function {self._name!r} failed due to "
+                                f"`{problem}` (argument {name!r}). Python inputs incompatible "
+                                f"with input_signature:\n  inputs: {tuple(given)!r}\n"
+                                f"  input_signature: {self._input_signature!r}")
         _fill_slots(bound.arguments, slots,
                     [nest.map_structure(_as_signature_tensor, value, spec)
                      for value, spec in zip(given, self._input_signature)])
@@ -809,6 +802,29 @@ def _argument_leaf_keys(bound, name, keys):
 
 def _ordered(bound, arguments):
     return {name: arguments[name] for name in bound.arguments}
+
+
+class InputSignatureMismatchError(TypeError, ValueError):
+    """Arguments that do not match a function's ``input_signature``.  TF 2 raises TypeError
+    here, and earlier TF 2 releases (and the tf.function guide) ValueError: either catches it."""
+
+
+def _signature_mismatch(value, spec):
+    """Why ``value`` does not match the input_signature entry ``spec``; None when it does."""
+    try:
+        nest.assert_same_structure(spec, value)
+    except (ValueError, TypeError):
+        return f"the structure of {value!r} does not match {spec!r}"
+    for leaf, leaf_spec in zip(nest.flatten(value), nest.flatten(spec)):
+        if not _compatible(leaf, leaf_spec):
+            return f"Can not cast {_describe_leaf(leaf)} to {leaf_spec!r}"
+    return None
+
+
+def _describe_leaf(value):
+    if isinstance(value, (Tensor, TensorSpec)) or getattr(value, "_is_variable", False):
+        return repr(TensorSpec(value.shape, value.dtype))
+    return repr(value)
 
 
 def _compatible(value, spec):

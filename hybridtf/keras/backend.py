@@ -8,8 +8,10 @@ import contextlib
 
 import numpy as np
 
+from hybridtf.api import math_ops, random_ops
 from hybridtf.eager import tape as tape_lib
 from hybridtf.framework import dtypes
+from hybridtf.framework.tensor import Tensor
 from hybridtf.graph import func_graph
 
 _FLOATX = "float32"
@@ -81,8 +83,9 @@ def reset_uids():
     _UIDS.clear()
 
 
-def clear_session():
-    """Resets Keras's global state: layer names start again at ``dense``, ``dense_1``, ..."""
+def clear_session(free_memory=True):
+    """Resets Keras's global state: layer names start again at ``dense``, ``dense_1``, ...
+    (``free_memory`` is accepted for Keras's signature: hybridtf holds no graph to free)."""
     _NAME_COUNTS.clear()
     _UIDS.clear()
 
@@ -146,3 +149,39 @@ def set_value(x, value):
 def batch_set_value(tuples):
     for x, value in tuples:
         set_value(x, value)
+
+
+def cast_to_floatx(x):
+    """``x`` (a NumPy array, tensor or number) cast to ``floatx()``: a NumPy array for NumPy
+    and Python input, a tensor for a tensor."""
+    if isinstance(x, Tensor) or getattr(x, "_is_variable", False):
+        return math_ops.cast(x, _FLOATX)
+    return np.asarray(x, dtype=_FLOATX)
+
+
+# ---- random tensors (Keras 2's backend functions, on tf.random) ---------------------------------
+def _random_dtype(dtype, who):
+    dtype = dtypes.as_dtype(dtype or _FLOATX)
+    if not dtype.is_floating:
+        raise ValueError(f"{who}: dtype must be a floating point type, got {dtype.name}.")
+    return dtype
+
+
+def random_normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
+    """A tensor of ``shape`` drawn from a normal distribution (dtype ``floatx()`` by
+    default); ``seed`` fixes the draws as in ``tf.random.normal``."""
+    return random_ops.normal(shape, mean, stddev, dtype=_random_dtype(dtype, "random_normal"),
+                             seed=seed)
+
+
+def random_uniform(shape, minval=0.0, maxval=1.0, dtype=None, seed=None):
+    """A tensor of ``shape`` drawn uniformly from ``[minval, maxval)``."""
+    return random_ops.uniform(shape, minval, maxval,
+                              dtype=_random_dtype(dtype, "random_uniform"), seed=seed)
+
+
+def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
+    """A tensor of ``shape`` from a normal distribution cut at two standard deviations."""
+    return random_ops.truncated_normal(shape, mean, stddev,
+                                       dtype=_random_dtype(dtype, "truncated_normal"),
+                                       seed=seed)

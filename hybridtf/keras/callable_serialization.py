@@ -21,7 +21,7 @@ import warnings
 
 from hybridtf.keras import object_registration
 
-_LAMBDA = "__lambda__"
+LAMBDA = "__lambda__"
 _UNSAFE_HINT = ("Pass safe_mode=False to load_model only if you trust the source of the file: "
                 "loading can then run arbitrary code.")
 
@@ -65,7 +65,7 @@ def _serialize_lambda(fn, layer_name):
                              f"hold values that are not JSON-serializable ({err}). Pass them "
                              "as `arguments` of the Lambda layer, or use a named function "
                              "with custom_objects.") from None
-    return {"class_name": _LAMBDA, "config": {
+    return {"class_name": LAMBDA, "config": {
         "code": base64.b64encode(marshal.dumps(code)).decode("ascii"),
         "defaults": defaults or None, "closure": closure or None,
         "python_version": list(sys.version_info[:2]), "globals": module_globals}}
@@ -84,7 +84,7 @@ def deserialize_function(config, custom_objects=None, safe_mode=None, layer_name
     if not isinstance(config, dict) or not isinstance(config.get("config"), (str, dict)):
         raise ValueError(f"Layer {layer_name!r}: cannot load the function described by "
                          f"{config!r}.")
-    if config.get("class_name") == _LAMBDA:
+    if config.get("class_name") == LAMBDA:
         if safe:
             raise ValueError(f"Layer {layer_name!r} is a Lambda layer whose function is a "
                              "Python lambda, saved as bytecode: loading it would run code "

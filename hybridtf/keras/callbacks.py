@@ -15,50 +15,14 @@ from tqdm.auto import tqdm
 
 from hybridtf import summary
 from hybridtf.keras import model_graph
+from hybridtf.keras.backup_and_restore import BackupAndRestore  # noqa: F401
+from hybridtf.keras.callback_base import HOOKS, WHOLE_RUN_HOOKS, Callback, monitor_mode
+from hybridtf.keras.csv_logger import CSVLogger  # noqa: F401
+from hybridtf.keras.reduce_lr_on_plateau import ReduceLROnPlateau  # noqa: F401
 
 __all__ = ["Callback", "CallbackList", "History", "ProgbarLogger", "EarlyStopping",
            "ModelCheckpoint", "LambdaCallback", "LearningRateScheduler", "TerminateOnNaN",
-           "TensorBoard"]
-
-_WHOLE_RUN_HOOKS = ("on_train_begin", "on_train_end", "on_test_begin", "on_test_end",
-                    "on_predict_begin", "on_predict_end")
-_HOOKS = ("on_train_begin", "on_train_end", "on_epoch_begin", "on_epoch_end",
-          "on_train_batch_begin", "on_train_batch_end", "on_test_begin", "on_test_end",
-          "on_test_batch_begin", "on_test_batch_end", "on_predict_begin", "on_predict_end",
-          "on_predict_batch_begin", "on_predict_batch_end")
-
-
-class Callback:
-    """Base class: override the ``on_*`` hooks you need; ``self.model`` and ``self.params``
-    (epochs, steps, verbose) are set before training starts."""
-
-    def __init__(self):
-        self.model = None
-        self.params = {}
-        self.validation_data = None
-
-    def set_model(self, model):
-        self.model = model
-
-    def set_params(self, params):
-        self.params = params
-
-    def on_batch_begin(self, batch, logs=None):
-        """Alias of ``on_train_batch_begin`` (older Keras name)."""
-
-    def on_batch_end(self, batch, logs=None):
-        """Alias of ``on_train_batch_end`` (older Keras name)."""
-
-    def on_train_batch_begin(self, batch, logs=None):
-        self.on_batch_begin(batch, logs)
-
-    def on_train_batch_end(self, batch, logs=None):
-        self.on_batch_end(batch, logs)
-
-
-for _hook in _HOOKS:
-    if not hasattr(Callback, _hook):
-        setattr(Callback, _hook, lambda self, *args, **kwargs: None)
+           "TensorBoard", "ReduceLROnPlateau", "CSVLogger", "BackupAndRestore"]
 
 
 class CallbackList:
@@ -90,9 +54,9 @@ class CallbackList:
         return iter(self.callbacks)
 
     def __getattr__(self, hook):
-        if hook not in _HOOKS:
+        if hook not in HOOKS:
             raise AttributeError(hook)
-        takes_index = hook not in _WHOLE_RUN_HOOKS
+        takes_index = hook not in WHOLE_RUN_HOOKS
 
         def call_all(*args, logs=None):
             # As Keras: every hook gets its logs positionally, an empty dict when there are
@@ -190,15 +154,6 @@ class ProgbarLogger(Callback):
             self._bar = None
 
 
-def _monitor_mode(monitor, mode, who):
-    if mode not in ("auto", "min", "max"):
-        raise ValueError(f"{who}: mode must be 'auto', 'min' or 'max', got {mode!r}.")
-    if mode == "auto":
-        mode = "max" if ("acc" in monitor or monitor.startswith("fmeasure")
-                         or "auc" in monitor) else "min"
-    return mode
-
-
 class EarlyStopping(Callback):
     """Stops training when ``monitor`` has not improved by ``min_delta`` for ``patience``
     epochs; ``restore_best_weights`` puts back the weights of the best epoch."""
@@ -213,7 +168,7 @@ class EarlyStopping(Callback):
         self.min_delta = abs(float(min_delta))
         self.restore_best_weights = restore_best_weights
         self.start_from_epoch = int(start_from_epoch)
-        self.mode = _monitor_mode(monitor, mode, "EarlyStopping")
+        self.mode = monitor_mode(monitor, mode, "EarlyStopping")
         if self.mode == "min":
             self.min_delta = -self.min_delta
         self.wait = 0
@@ -288,7 +243,7 @@ class ModelCheckpoint(Callback):
         self.verbose = verbose
         self.save_best_only = save_best_only
         self.save_weights_only = save_weights_only
-        self.mode = _monitor_mode(monitor, mode, "ModelCheckpoint")
+        self.mode = monitor_mode(monitor, mode, "ModelCheckpoint")
         if save_freq != "epoch" and not (isinstance(save_freq, int) and save_freq > 0):
             raise ValueError(f"ModelCheckpoint: save_freq must be 'epoch' or a positive number "
                              f"of batches, got {save_freq!r}.")
@@ -354,9 +309,9 @@ class LambdaCallback(Callback):
     def __init__(self, **hooks):
         super().__init__()
         for name, fn in hooks.items():
-            if name not in _HOOKS and name not in ("on_batch_begin", "on_batch_end"):
+            if name not in HOOKS and name not in ("on_batch_begin", "on_batch_end"):
                 raise ValueError(f"LambdaCallback: unknown hook {name!r}; the hooks are "
-                                 f"{list(_HOOKS)}.")
+                                 f"{list(HOOKS)}.")
             setattr(self, name, fn)
 
 

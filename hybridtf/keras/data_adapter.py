@@ -206,12 +206,17 @@ class ArrayData:
             pieces.append(piece)
         return tuple(pieces)
 
-    def batches(self, shuffle=False):
-        """Yields batches of tensors packed by ``pack_x_y_sample_weight``."""
-        order = np.random.permutation(self.size) if shuffle else None
+    def batches(self, shuffle=False, rng=None, part=None):
+        """Yields batches of tensors packed by ``pack_x_y_sample_weight``.  ``rng`` (a NumPy
+        ``Generator``) draws the shuffle instead of NumPy's global one; ``part(size) -> (start,
+        stop)`` keeps only those samples of each batch (one replica's share)."""
+        order = (np.random if rng is None else rng).permutation(self.size) if shuffle else None
         for step in range(self.steps):
             start = step * self.batch_size
             stop = min(start + self.batch_size, self.size)
+            if part is not None:
+                first, last = part(stop - start)
+                start, stop = start + first, start + last
             index = order[start:stop] if order is not None else slice(start, stop)
 
             def take(structure):

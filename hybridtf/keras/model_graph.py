@@ -7,9 +7,8 @@ it as the model's conceptual graph.  As in Keras 3, only ``Sequential`` models a
 """
 import json
 
+from hybridtf.keras import functional
 from hybridtf.keras import layers as layers_module
-
-_TENSOR = "__keras_tensor__"
 
 
 def _is_functional(model):
@@ -25,24 +24,6 @@ def describes(model):
     return _is_sequential(model) or _is_functional(model)
 
 
-def _node_index(layer, node):
-    if node is None:
-        return 0
-    return next((i for i, n in enumerate(getattr(layer, "_inbound_nodes", ())) if n is node), 0)
-
-
-def _history(tensor):
-    """``[layer name, node index, tensor index]`` of the call that produced ``tensor``."""
-    layer, node, index = tensor._keras_history
-    return [layer.name, _node_index(layer, node), index]
-
-
-def _tensor_ref(tensor):
-    return {"class_name": _TENSOR,
-            "config": {"shape": tensor.shape.as_list() if tensor.shape.rank is not None else None,
-                       "dtype": tensor.dtype.name, "keras_history": _history(tensor)}}
-
-
 def _layer_entry(layer):
     if _is_functional(layer):
         return {"class_name": "Functional", "config": _functional_config(layer)}
@@ -54,20 +35,7 @@ def _layer_entry(layer):
 
 
 def _functional_config(model):
-    calls = {}
-    for node in model._functional_nodes:
-        calls.setdefault(id(node.layer), []).append(node)
-    entries = []
-    for layer in model.layers:
-        entry = _layer_entry(layer)
-        entry["name"] = layer.name
-        entry["inbound_nodes"] = [
-            {"args": [[_tensor_ref(t) for t in node.input_tensors]], "kwargs": {}}
-            for node in calls.get(id(layer), [])]
-        entries.append(entry)
-    return {"name": model.name, "layers": entries,
-            "input_layers": [_history(t) for t in model.inputs],
-            "output_layers": [_history(t) for t in model.outputs]}
+    return functional.get_config(model, serialize_layer=_layer_entry)
 
 
 def model_json(model):

@@ -1,5 +1,7 @@
 """``model.save("model.keras")`` and ``keras.models.load_model``: a model's architecture,
-weights, compile settings and optimizer state in one archive.
+weights, compile settings and optimizer state in one archive.  (Names ending in ``.h5`` or
+``.hdf5`` are saved in, and files in it loaded from, Keras's legacy HDF5 format: see
+``legacy_h5_format``.)
 
 The archive is a zip holding ``config.json`` (the model's class name, its config, the input
 shape it was built for and its compile settings) and ``model.weights.h5``: the weights and,
@@ -15,7 +17,6 @@ class (``custom_objects``, the Keras classes, classes registered with
 loads the weights and optimizer state.  The archive is written atomically like every hybridtf
 save: a process killed while saving leaves the previous file intact.
 """
-import inspect
 import io
 import json
 import os
@@ -25,9 +26,10 @@ import zlib
 
 import numpy as np
 
+from hybridtf.distribute import distribute_lib
 from hybridtf.framework import atomic_files, nest
-from hybridtf.framework.tensor_shape import TensorShape
-from hybridtf.keras import h5_format, object_registration, saving
+from hybridtf.keras import (h5_format, legacy_h5_format, model_configs, object_registration,
+                            saving)
 from hybridtf.saved_model import array_file
 
 _FORMAT = "hybridtf.keras.model"
@@ -51,10 +53,24 @@ def _check_path(filepath, who):
 
 
 # ---- saving -----------------------------------------------------------------------------------
-def save_model(model, filepath, overwrite=True):
+def save_model(model, filepath, overwrite=True, include_optimizer=True):
     """Saves ``model``'s config, weights, compile settings and optimizer state to
-    ``filepath`` (``.keras``)."""
+    ``filepath``: a ``.keras`` archive, or for ``.h5`` / ``.hdf5`` names Keras's legacy HDF5
+    file (see ``legacy_h5_format``; ``include_optimizer=False`` leaves the optimizer out)."""
     filepath = _check_path(filepath, "save")
+    if filepath.endswith(legacy_h5_format.SUFFIXES) and not os.path.isdir(filepath):
+        # Keras 3 writes `.h5` names in its legacy HDF5 format, not as a `.keras` archive.
+        if os.path.exists(filepath) and not overwrite:
+            raise FileExistsError(f"save: {filepath} exists and overwrite=False; pass "
+                                  "overwrite=True to replace it or choose another name.")
+        if not model.built:
+            raise ValueError(f"save: the model {model.name!r} has no weights yet; call it on "
+                             "data or build it before saving.")
+        distribute_lib.write_once(
+            lambda: legacy_h5_format.save_model(model, filepath,
+                                                include_optimizer=include_optimizer),
+            f"model.save({filepath!r})")
+        return
     if os.path.isdir(filepath):
         raise IsADirectoryError(f"save: {filepath!r} is a directory; give a file name ending in "
                                 "`.keras`.")
@@ -66,8 +82,8 @@ def save_model(model, filepath, overwrite=True):
                          "or build it before saving.")
     class_name, config = _model_config(model)
     manifest = {"format": _FORMAT, "version": _VERSION, "class_name": class_name,
-                "config": config, "build_input_shape": _shape_structure(model),
-                "compile_config": _compile_config(model)}
+                "config": config, "build_input_shape": model_configs.input_shape_structure(model),
+                "compile_config": model_configs.compile_config(model)}
     registered = object_registration.get_registered_name(type(model))
     if class_name != _FUNCTIONAL and registered != class_name:
         manifest["registered_name"] = registered
@@ -83,7 +99,9 @@ def save_model(model, filepath, overwrite=True):
         with zipfile.ZipFile(f, "w") as zf:
             zf.writestr(_CONFIG_MEMBER, text)
             zf.writestr(saving.KERAS_WEIGHTS_MEMBER, weights.getvalue())
-    atomic_files.write_file(filepath, write)
+    # Under MultiWorkerMirroredStrategy every process saves and rank 0 writes the file.
+    distribute_lib.write_once(lambda: atomic_files.write_file(filepath, write),
+                              f"model.save({filepath!r})")
 
 
 def _model_config(model):
@@ -103,64 +121,6 @@ def _is_functional(model):
     from hybridtf.keras.models import Model
     return bool(model.__dict__.get("_is_graph_network")) and \
         type(model).get_config is Model.get_config
-
-
-def _shape_structure(model):
-    """The input shape(s) the model was built for, as JSON lists (None when unknown)."""
-    from hybridtf.keras.layers.layer_utils import as_shape_structure
-    shape = getattr(model, "_build_input_shape", None)
-    if shape is None:
-        try:
-            shape = model.input_shape
-        except AttributeError:
-            return None
-
-    def to_json(value):
-        if isinstance(value, TensorShape):
-            return value.as_list() if value.rank is not None else None
-        if isinstance(value, dict):
-            return {k: to_json(v) for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [to_json(v) for v in value]
-        return None
-    return to_json(as_shape_structure(shape))
-
-
-def _serialize_spec(spec, serialize):
-    """A compile argument (a name, an object, a function, or a list/dict of them) as JSON."""
-    if spec is None or isinstance(spec, str):
-        return spec
-    if isinstance(spec, (list, tuple)):
-        return [_serialize_spec(s, serialize) for s in spec]
-    if isinstance(spec, dict):
-        return {k: _serialize_spec(v, serialize) for k, v in spec.items()}
-    try:
-        return serialize(spec)
-    except ValueError:
-        name = getattr(spec, "__name__", None)
-        if name is None:
-            raise
-        return name            # a custom function: found again through custom_objects
-
-
-def _compile_config(model):
-    """The optimizer (settings), loss(es), metrics and loss weights ``compile`` was given;
-    None when the model was not compiled or one of them cannot be written down."""
-    from hybridtf.keras import losses, metrics, optimizers
-    if not model.__dict__.get("_is_compiled"):
-        return None
-    try:
-        container = model.compiled_metrics
-        return {"optimizer": optimizers.serialize(model.optimizer),
-                "loss": _serialize_spec(model._loss_spec, losses.serialize),
-                "metrics": _serialize_spec(container._user_metrics, metrics.serialize),
-                "weighted_metrics": _serialize_spec(container._user_weighted_metrics,
-                                                    metrics.serialize),
-                "loss_weights": model.compiled_loss._user_loss_weights}
-    except (ValueError, AttributeError) as err:
-        warnings.warn(f"save: the compile settings of {model.name!r} cannot be saved ({err}); "
-                      "compile the loaded model again.", stacklevel=3)
-        return None
 
 
 # ---- the functional graph ---------------------------------------------------------------------
@@ -246,61 +206,10 @@ def functional_from_config(config, custom_objects=None):
 
 
 # ---- loading ----------------------------------------------------------------------------------
-def _all_subclasses(cls):
-    found, stack = {}, [cls]
-    while stack:
-        for sub in stack.pop().__subclasses__():
-            found.setdefault(sub.__name__, [])
-            if sub not in found[sub.__name__]:
-                found[sub.__name__].append(sub)
-            stack.append(sub)
-    return found
-
-
-def _find_class(name, registered_name, custom_objects, safe_mode):
-    from hybridtf.keras import layers, models
-    for key in dict.fromkeys((registered_name or name, name)):
-        found = object_registration.get_registered_object(key, custom_objects)
-        if found is not None:
-            return found
-    for namespace in (models, layers):
-        candidate = getattr(namespace, name, None)
-        if isinstance(candidate, type):
-            return candidate
-    if safe_mode:
-        raise ValueError(
-            f"load_model: the model's class {name!r} is not a Keras class, not in "
-            f"custom_objects and not registered. Pass custom_objects={{'{name}': {name}}} or "
-            "decorate the class with @keras.saving.register_keras_serializable(). In safe "
-            "mode (the default) hybridtf uses no other class the file names; pass "
-            f"safe_mode=False, if you trust the file, to use the loaded Layer subclass called "
-            f"{name!r}.")
-    candidates = _all_subclasses(layers.Layer).get(name, [])
-    if len(candidates) == 1:
-        return candidates[0]
-    if not candidates:
-        raise ValueError(f"load_model: unknown class {name!r}; pass it in custom_objects="
-                         f"{{'{name}': {name}}}.")
-    where = sorted(f"{c.__module__}.{c.__qualname__}" for c in candidates)
-    raise ValueError(f"load_model: {len(candidates)} loaded classes are named {name!r} "
-                     f"({', '.join(where)}); say which with custom_objects={{'{name}': ...}}.")
-
-
 def _from_config(cls, class_name, config, custom_objects):
     if class_name == _FUNCTIONAL:
         return functional_from_config(config, custom_objects)
-    try:
-        accepts_objects = "custom_objects" in inspect.signature(cls.from_config).parameters
-    except (TypeError, ValueError):
-        accepts_objects = False
-    try:
-        if accepts_objects:
-            return cls.from_config(config, custom_objects=custom_objects)
-        return cls.from_config(config)
-    except TypeError as err:
-        raise TypeError(f"load_model: could not rebuild {class_name} from its config {config} "
-                        f"({err}). Make get_config() return every argument __init__ needs, or "
-                        "define the classmethod from_config(cls, config).") from None
+    return model_configs.model_from_class_config(cls, class_name, config, custom_objects)
 
 
 def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):  # noqa: A002
@@ -327,11 +236,19 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):  # 
                          "tf.saved_model.load(directory).")
     if not os.path.exists(filepath):
         raise FileNotFoundError(f"load_model: no such file: {filepath}")
+    if legacy_h5_format.is_legacy_h5(filepath):
+        return legacy_h5_format.load_model(filepath, custom_objects=custom_objects,
+                                           compile=compile, safe_mode=safe_mode)
+    with open(filepath, "rb") as f:
+        if f.read(len(h5_format.HDF5_MAGIC)) == h5_format.HDF5_MAGIC:
+            raise ValueError(f"load_model: {filepath} is an HDF5 weights file, not a whole "
+                             "model (it has no model_config). Build the model in code and "
+                             f"call model.load_weights({filepath!r}).")
     manifest, weights, optimizer_state = _read_archive(filepath)
     with object_registration.CustomObjectScope(custom_objects), \
             object_registration.SafeModeScope(safe_mode):
         class_name = manifest["class_name"]
-        cls = None if class_name == _FUNCTIONAL else _find_class(
+        cls = None if class_name == _FUNCTIONAL else model_configs.find_model_class(
             class_name, manifest.get("registered_name"), custom_objects, safe_mode)
         model = _from_config(cls, class_name, manifest["config"], custom_objects)
     shape = manifest.get("build_input_shape")
@@ -339,11 +256,11 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):  # 
         if shape is None:
             raise ValueError(f"load_model: {filepath} does not record the input shape the "
                              "model was built for.")
-        model.build(tuple(shape) if _is_flat_shape(shape) else shape)
+        model.build(model_configs.shape_argument(shape))
     compiled = False
     compile_config = manifest.get("compile_config")
     if compile and compile_config:
-        compiled = _compile_from_config(model, compile_config, custom_objects or {})
+        compiled = model_configs.compile_from_config(model, compile_config, custom_objects or {})
     display = f"{filepath} ({saving.KERAS_WEIGHTS_MEMBER})"
     if compiled and h5_format.stored_optimizer_size(weights) > len(model.optimizer.variables):
         model.optimizer.build(model.trainable_variables)    # slots to load the state into
@@ -397,47 +314,6 @@ def _read_archive(filepath):
     raise ValueError(f"load_model: {filepath} is not a model file this version of hybridtf can "
                      f"read (format {found!r}, version {version!r}); upgrade hybridtf if it "
                      "was written by a newer one.")
-
-
-def _is_flat_shape(shape):
-    return isinstance(shape, list) and all(d is None or isinstance(d, int) for d in shape)
-
-
-def _compile_from_config(model, config, custom):
-    """Compiles ``model`` as ``config`` says; False (with a warning) when a loss or metric
-    cannot be found."""
-    from hybridtf.keras import losses, metrics, optimizers
-
-    def rebuild(spec, deserialize, keep_names):
-        if spec is None:
-            return None
-        if isinstance(spec, list):
-            return [rebuild(s, deserialize, keep_names) for s in spec]
-        if isinstance(spec, dict) and "class_name" not in spec:       # one entry per output
-            return {k: rebuild(v, deserialize, keep_names) for k, v in spec.items()}
-        if isinstance(spec, str):
-            if spec in custom:
-                return custom[spec]
-            if keep_names:
-                # Metric names stay names, so that "accuracy" is resolved against the data
-                # again; an unknown one is an error now rather than at the first batch.
-                if spec.lower() not in ("accuracy", "acc"):
-                    deserialize(spec, custom)
-                return spec
-        return deserialize(spec, custom)
-    try:
-        model.compile(optimizer=optimizers.deserialize(config["optimizer"], custom),
-                      loss=rebuild(config.get("loss"), losses.deserialize, False),
-                      metrics=rebuild(config.get("metrics"), metrics.deserialize, True),
-                      weighted_metrics=rebuild(config.get("weighted_metrics"),
-                                               metrics.deserialize, True),
-                      loss_weights=config.get("loss_weights"))
-    except ValueError as err:
-        warnings.warn(f"load_model: the model was loaded but not compiled ({err}); pass the "
-                      "custom losses/metrics in custom_objects, or compile it again.",
-                      stacklevel=3)
-        return False
-    return True
 
 
 def _load_legacy_optimizer(model, data, display_path):

@@ -17,9 +17,10 @@ from hybridtf.eager import tape as tape_lib
 from hybridtf.framework import deferred_restoration, dtypes, nest
 from hybridtf.framework.tensor_shape import TensorShape
 from hybridtf.graph import func_graph
+from hybridtf.keras import functional, object_registration
+from hybridtf.keras import export as model_export
 from hybridtf.keras.layers.base_layer import Layer, _call_spec
 from hybridtf.keras.layers.input_layer import InputLayer
-from hybridtf.keras.layers.input_spec import assert_input_compatibility
 from hybridtf.keras.layers.keras_tensor import KerasTensor
 from hybridtf.keras.layers.layer_utils import as_shape_structure, dedup
 from hybridtf.keras.training import Trainer
@@ -170,82 +171,67 @@ class Model(Trainer, Layer):
 
     # ---- the functional API ---------------------------------------------------------------------
     def _init_functional(self, inputs, outputs):
-        flat_inputs = nest.flatten(inputs)
-        flat_outputs = nest.flatten(outputs)
-        for t in flat_inputs:
-            if not isinstance(t, KerasTensor) or not isinstance(t._keras_history[0], InputLayer):
-                raise ValueError(f"Model {self.name}: inputs must be tensors returned by "
-                                 f"keras.Input, got {t!r}.")
-        for t in flat_outputs:
-            if not isinstance(t, KerasTensor):
-                raise ValueError(f"Model {self.name}: outputs must be KerasTensors (the results "
-                                 f"of layers called on keras.Input tensors), got {t!r}.")
-        input_ids = {id(t) for t in flat_inputs}
-        ordered_nodes = []
-        done = set()
-
-        def visit(tensor, path):
-            node = tensor._node
-            if node is None:
-                if id(tensor) not in input_ids:
-                    raise ValueError(
-                        f"Graph disconnected: cannot obtain value for tensor {tensor!r} at "
-                        f"layer {path}: it comes from a keras.Input that is not among the "
-                        "model's inputs.")
-                return
-            if id(node) in done:
-                return
-            for t in node.input_tensors:
-                visit(t, node.layer.name)
-            done.add(id(node))
-            ordered_nodes.append(node)
-
-        for t in flat_outputs:
-            visit(t, "(output)")
-        layers = [t._keras_history[0] for t in flat_inputs]
-        for node in ordered_nodes:
-            if not any(node.layer is layer for layer in layers):
-                layers.append(node.layer)
+        ordered_nodes, layers = functional.connect(self, inputs, outputs)
         state = self.__dict__
         state["_is_graph_network"] = True
         state["_functional_nodes"] = ordered_nodes
         state["_nested_inputs"] = inputs
         state["_nested_outputs"] = outputs
-        state["inputs"] = flat_inputs
-        state["outputs"] = flat_outputs
+        state["inputs"] = nest.flatten(inputs)
+        state["outputs"] = nest.flatten(outputs)
         self._functional_layers = layers
         state["built"] = True
-        in_shapes = [t.shape for t in flat_inputs]
-        out_shapes = [t.shape for t in flat_outputs]
-        self._record_shapes(in_shapes[0] if len(in_shapes) == 1 else in_shapes,
-                            out_shapes[0] if len(out_shapes) == 1 else out_shapes)
         self.input_spec = None
 
     def _run_functional(self, inputs):
-        flat = nest.flatten(inputs)
-        if len(flat) != len(self.inputs):
-            raise ValueError(f"Model {self.name} expects {len(self.inputs)} input(s), but it "
-                             f"received {len(flat)} input tensors.")
-        values = {}
-        for tensor, value in zip(self.inputs, flat):
-            if tensor.shape.rank is not None and value.shape.rank != tensor.shape.rank:
-                raise ValueError(f'Input of model "{self.name}" is incompatible: expected shape '
-                                 f"{tuple(tensor.shape.as_list())}, found shape "
-                                 f"{tuple(value.shape.as_list())}.")
-            values[id(tensor)] = value
+        return functional.run(self, inputs)
 
-        def resolve(item):
-            return values[id(item)] if isinstance(item, KerasTensor) else item
+    # ---- the functional graph's tensors and names -----------------------------------------------
+    @property
+    def input(self):
+        """The model's symbolic input(s), in the structure given to ``Model(inputs, ...)``
+        (a Sequential model's input tensor once its input shape is known)."""
+        if self.__dict__.get("_nested_inputs") is not None:
+            return self._nested_inputs
+        return super().input
 
-        for node in self._functional_nodes:
-            node_inputs = nest.map_structure(resolve, node.inputs)
-            args = [nest.map_structure(resolve, a) for a in node.args]
-            kwargs = {k: nest.map_structure(resolve, v) for k, v in node.kwargs.items()}
-            result = node.layer(node_inputs, *args, **kwargs)
-            for tensor, value in zip(node.outputs, nest.flatten(result)):
-                values[id(tensor)] = value
-        return nest.pack_sequence_as(self._nested_outputs,
-                                     [values[id(t)] for t in self.outputs])
+    @property
+    def output(self):
+        """The model's symbolic output(s), in the structure given to ``Model(..., outputs)``."""
+        if self.__dict__.get("_nested_outputs") is not None:
+            return self._nested_outputs
+        return super().output
+
+    @property
+    def input_names(self):
+        """The names of the model's inputs (its ``keras.Input`` names), in ``inputs`` order:
+        the keys a dict of input data is matched by."""
+        if self.__dict__.get("inputs") is None:
+            raise AttributeError(f"Model {self.name} has no symbolic inputs (it is subclassed "
+                                 "or not built), so no input names.")
+        return functional.input_names(self)
+
+    @property
+    def output_names(self):
+        """The names of the layers that make the model's outputs, in ``outputs`` order."""
+        if self.__dict__.get("outputs") is None:
+            raise AttributeError(f"Model {self.name} has no symbolic outputs (it is subclassed "
+                                 "or not built), so no output names.")
+        return [t._keras_history[0].name for t in self.outputs]
+
+    @property
+    def input_shape(self):
+        """The shape of the model's input (a list of shapes for several inputs)."""
+        if self.__dict__.get("inputs") is not None:
+            return _shapes_for_display(self.inputs)
+        return super().input_shape
+
+    @property
+    def output_shape(self):
+        """The shape of the model's output (a list of shapes for several outputs)."""
+        if self.__dict__.get("outputs") is not None:
+            return _shapes_for_display(self.outputs)
+        return super().output_shape
 
     def compute_output_shape(self, input_shape):
         if self._is_graph_network and self.outputs:
@@ -260,6 +246,20 @@ class Model(Trainer, Layer):
         from hybridtf.keras import model_saving
         model_saving.save_model(self, filepath, overwrite=overwrite)
 
+    def export(self, filepath, format="tf_saved_model", verbose=True,  # noqa: A002
+               input_signature=None, **kwargs):
+        """Writes an inference SavedModel to the directory ``filepath`` (Keras 3's export):
+        ``tf.saved_model.load(filepath).serve(x)`` gives the model's predictions, and the
+        ``serving_default`` signature takes the inputs by their ``keras.Input`` names.
+        ``input_signature``: a list of TensorSpecs when the model's input shape is not
+        known."""
+        model_export.export_model(self, filepath, format=format, verbose=verbose,
+                                  input_signature=input_signature, **kwargs)
+
+    def _default_save_signature(self):
+        """The ``serving_default`` function of ``tf.saved_model.save(model, path)``."""
+        return model_export.default_save_signature(self)
+
     def summary(self, line_length=None, positions=None, print_fn=None, show_trainable=False):
         """Prints the model's layers, output shapes and parameter counts (Keras's table)."""
         if not self.built:
@@ -269,20 +269,49 @@ class Model(Trainer, Layer):
                       show_trainable=show_trainable)
 
     def get_config(self):
+        """A functional model's layer graph in Keras 3's layout (``layers`` with their
+        ``inbound_nodes``, ``input_layers``, ``output_layers``); a subclassed model's name."""
+        if self._is_graph_network:
+            return functional.get_config(self)
         return {"name": self.name, "trainable": self.trainable}
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        """The model ``config`` describes, with new weights: a functional model's graph is
+        rebuilt (custom layer classes through ``custom_objects`` or
+        ``keras.saving.register_keras_serializable``) as an instance of ``cls`` when ``cls``
+        takes ``inputs`` and ``outputs``; other configs are passed to ``cls(**config)``."""
+        if functional.is_config(config) and functional.accepts_inputs_and_outputs(cls):
+            with object_registration.CustomObjectScope(custom_objects):
+                return functional.from_config(cls, config, custom_objects)
+        try:
+            return cls(**config)
+        except TypeError as err:
+            raise TypeError(f"Unable to revive model {cls.__name__} from config {config} "
+                            f"({err}). Make get_config() return the arguments __init__ takes, "
+                            "or define the classmethod from_config(cls, config).") from None
+
+
+def _shapes_for_display(tensors):
+    shapes = [tuple(t.shape.as_list()) if t.shape.rank is not None else None for t in tensors]
+    return shapes[0] if len(shapes) == 1 else shapes
 
 
 class Sequential(Model):
     """A linear stack of layers: ``Sequential([Dense(4, input_shape=(10,)), Dense(1)])``.
 
     Once the input shape is known (``input_shape=`` on the first layer, a ``keras.Input``, or
-    the first call), every layer is built and its output shape recorded.
+    the first call), every layer is built and called on the symbolic output of the one
+    before: the model has ``inputs`` / ``outputs`` and each layer its ``input`` / ``output``
+    (so that ``keras.Model(model.inputs, [layer.output for layer in model.layers])``
+    extracts features).
     """
 
     def __init__(self, layers=None, name=None):
         super().__init__(name=name)
         self._self_tracked_layers = []   # the InputLayer first, when there is one
         self.__dict__["_sequential_input_shape"] = None
+        self.__dict__["_symbolic_chain"] = []   # the input tensor, then each layer's output
         if layers is not None:
             if not isinstance(layers, (list, tuple)):
                 layers = [layers]
@@ -325,11 +354,9 @@ class Sequential(Model):
         self._self_tracked_layers.append(layer)
         deferred_restoration.dependencies_added(self)    # checkpoint values waiting for it
         if self._sequential_input_shape is not None:
-            previous = self.layers[:-1]
-            shape = (previous[-1]._keras_output_shape if previous
-                     else TensorShape(self._sequential_input_shape))
-            self._record_shapes(TensorShape(self._sequential_input_shape),
-                                self._place(layer, shape))
+            if not self._symbolic_chain:
+                self._start_chain(self._sequential_input_shape)
+            self._connect(layer)
             self.built = True
         else:
             self.built = False
@@ -339,23 +366,46 @@ class Sequential(Model):
         if not self.layers:
             raise TypeError("There are no layers in the model.")
         layer = self._self_tracked_layers.pop()
+        chain = self._symbolic_chain
         if not self.layers:
             self.built = False
-            self._record_shapes(None, None)
-        elif self.built:
-            self._record_shapes(self._keras_input_shape, self.layers[-1]._keras_output_shape)
+            del chain[:]
+        elif len(chain) > 1:
+            chain.pop()
+        self._set_graph_ends()
         return layer
 
-    @staticmethod
-    def _place(layer, input_shape):
-        """Builds ``layer`` for ``input_shape`` and records its input and output shapes."""
-        assert_input_compatibility(layer.input_spec, KerasTensor(input_shape, layer.dtype),
-                                   layer.name)
-        if not layer.built:
-            layer._build_for_shapes(input_shape)
-        output_shape = layer.compute_output_shape(input_shape)
-        layer._record_shapes(input_shape, output_shape)
-        return output_shape
+    def _start_chain(self, input_shape):
+        """Starts the model's symbolic graph at an input of ``input_shape``: the output of its
+        InputLayer when it has one for that shape, else of a new (untracked) InputLayer."""
+        shape = tuple(TensorShape(input_shape).as_list())
+        first = self._self_tracked_layers[0] if self._self_tracked_layers else None
+        if isinstance(first, InputLayer) and first._batch_input_shape == shape:
+            tensor = first.output
+        else:
+            dtype = first.dtype if first is not None else self.dtype
+            tensor = InputLayer(batch_input_shape=shape, dtype=dtype).output
+        self.__dict__["_symbolic_chain"] = [tensor]
+        self._set_graph_ends()
+
+    def _connect(self, layer):
+        """Calls ``layer`` on the symbolic output so far (building it): its output is the
+        model's output now."""
+        output = layer(self._symbolic_chain[-1])
+        if not isinstance(output, KerasTensor):
+            raise ValueError(f"All layers in a Sequential model should have a single output "
+                             f"tensor; layer {layer.name!r} returned {len(nest.flatten(output))}."
+                             " For multi-output layers, use the functional API.")
+        self._symbolic_chain.append(output)
+        self._set_graph_ends()
+
+    def _set_graph_ends(self):
+        chain = self._symbolic_chain
+        state = self.__dict__
+        state["_nested_inputs"] = chain[0] if chain else None
+        state["_nested_outputs"] = chain[-1] if chain else None
+        state["inputs"] = [chain[0]] if chain else None
+        state["outputs"] = [chain[-1]] if chain else None
 
     def build(self, input_shape=None):
         """Builds every layer for inputs of ``input_shape`` (with the batch dimension)."""
@@ -364,11 +414,10 @@ class Sequential(Model):
         if input_shape is None:
             raise ValueError(f"Sequential {self.name}: you must provide an `input_shape` "
                              "argument (with the batch dimension, e.g. (None, 784)).")
-        shape = TensorShape(input_shape)
+        self._start_chain(input_shape)
         for layer in self.layers:
-            shape = self._place(layer, shape)
+            self._connect(layer)
         self.__dict__["_build_input_shape"] = input_shape
-        self._record_shapes(TensorShape(input_shape), shape)
         self.built = True
 
     def _maybe_build(self, inputs):

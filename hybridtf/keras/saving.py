@@ -25,6 +25,7 @@ import zipfile
 
 import numpy as np
 
+from hybridtf.distribute import distribute_lib
 from hybridtf.framework import atomic_files
 from hybridtf.keras import h5_format
 from hybridtf.keras.models import load_model, save_model  # noqa: F401
@@ -78,8 +79,11 @@ def save_weights(layer, filepath, overwrite=True):
         raise FileExistsError(f"save_weights: {filepath!r} already exists and overwrite=False; "
                               "pass overwrite=True to replace it or choose another name.")
     weights = _weights_of(layer)
+    # Under MultiWorkerMirroredStrategy every process saves and rank 0 writes the file.
+    what = f"save_weights({filepath!r})"
     if filepath.endswith(H5_SUFFIXES):
-        atomic_files.write_file(filepath, lambda f: h5_format.write(layer, weights, f))
+        distribute_lib.write_once(lambda: atomic_files.write_file(
+            filepath, lambda f: h5_format.write(layer, weights, f)), what)
         return
     arrays = {}
     entries = []
@@ -94,7 +98,7 @@ def save_weights(layer, filepath, overwrite=True):
                         "dtype": value.dtype.name})
     manifest = {"format": WEIGHTS_FORMAT, "version": WEIGHTS_VERSION,
                 "layer": _layer_name(layer), "weights": entries}
-    array_file.write_arrays(filepath, manifest, arrays)
+    distribute_lib.write_once(lambda: array_file.write_arrays(filepath, manifest, arrays), what)
 
 
 def load_weights(layer, filepath):

@@ -6,28 +6,31 @@ batch adds one trace).  Before the first trace the step's variables (the model's
 metrics' state, the optimizer's slots) are created, so that creating them does not cost a
 second trace.
 
-A model overrides ``train_step(data)`` / ``test_step(data)`` / ``predict_step(data)`` to change
-what a step does, as in Keras; inside them ``self.compiled_loss(y, y_pred,
-regularization_losses=self.losses)``, ``self.compiled_metrics.update_state(y, y_pred)``,
-``self.compute_loss(...)`` and ``self.compute_metrics(...)`` work as in TF 2.  The loop around
-the step slices NumPy batches (data_adapter.py), calls the step and drives callbacks and the
-progress bar.
+A model overrides ``train_step(data)`` / ``test_step(data)`` / ``predict_step(data)`` (or
+``compute_loss``) to change what a step does, as in Keras; inside them ``self.compute_loss(...)``,
+``self.compute_metrics(...)`` and ``self.metrics`` behave as in Keras 3 (see compile_utils.py),
+and Keras 2's ``self.compiled_loss(...)`` / ``self.compiled_metrics.update_state(...)`` still
+work.  What a step returns (nested dicts flattened) is what callbacks, ``History`` and
+``evaluate`` report.  The loop around the step slices NumPy batches (data_adapter.py), calls the
+step and drives callbacks and the progress bar.
 """
+import inspect
 import numbers
 import warnings
 
 import numpy as np
 
-from hybridtf.api import array_ops, math_ops
+from hybridtf.api import math_ops
 from hybridtf.autograph import operators as autograph_operators
+from hybridtf.distribute import distribute_lib
 from hybridtf.eager import tape as tape_lib
 from hybridtf.eager.backprop import GradientTape
 from hybridtf.framework import dtypes, nest
-from hybridtf.framework.tensor import Tensor
 from hybridtf.graph import func_graph
 from hybridtf.graph.function import function
 from hybridtf.keras import callbacks as callbacks_lib
-from hybridtf.keras import losses as losses_lib
+from hybridtf.keras import compile_utils
+from hybridtf.keras import distributed_training as distributed
 from hybridtf.keras import metrics as metrics_lib
 from hybridtf.keras import optimizers as optimizers_lib
 from hybridtf.keras.data_adapter import (ArrayData, check_class_weight, data_for,
@@ -35,256 +38,27 @@ from hybridtf.keras.data_adapter import (ArrayData, check_class_weight, data_for
 
 __all__ = ["Trainer", "LossesContainer", "MetricsContainer", "unpack_x_y_sample_weight"]
 
-
-# ---- output names and per-output arguments -----------------------------------------------------
-def _output_names(model, count):
-    """Keras's names of a model's outputs: the output layers' names for a functional model,
-    ``output_1``, ``output_2``, ... otherwise."""
-    outputs = model.__dict__.get("outputs")
-    if model.__dict__.get("_is_graph_network") and outputs and len(outputs) == count:
-        names = [t._keras_history[0].name for t in outputs]
-        if len(set(names)) == count:
-            return names
-    return [f"output_{i + 1}" for i in range(count)]
-
-
-def _per_output(spec, names, argument):
-    """``spec`` (one value for every output, a list with one per output, or a dict keyed by
-    output name) as a list with one entry per output (None where none is given)."""
-    if isinstance(spec, dict):
-        unknown = sorted(set(spec) - set(names))
-        if unknown:
-            raise ValueError(f"compile: {argument} has keys {unknown} that are not output names "
-                             f"of the model; its outputs are {names}.")
-        return [spec.get(name) for name in names]
-    if isinstance(spec, (list, tuple)):
-        if len(spec) != len(names):
-            raise ValueError(f"compile: {argument} is a list of {len(spec)} entries but the "
-                             f"model has {len(names)} output(s) {names}; give one entry per "
-                             "output, or a dict keyed by output name.")
-        return list(spec)
-    return [spec] * len(names)
-
-
-def _flat_targets(y_true, count, who):
-    if y_true is None:
-        return [None] * count
-    if isinstance(y_true, dict) or (isinstance(y_true, (list, tuple)) and count > 1):
-        flat = nest.flatten(y_true)
-        if len(flat) != count:
-            raise ValueError(f"{who}: the model has {count} outputs but y has {len(flat)} "
-                             "targets; give one target array per output.")
-        return flat
-    if count > 1:
-        raise ValueError(f"{who}: the model has {count} outputs; give y as a list (or dict) "
-                         "of one target array per output.")
-    return [y_true]
-
-
-def _batch_size_of(x, dtype):
-    """The number of samples in a batch: static when known, else a tensor (a step traced with
-    an unknown batch dimension)."""
-    first = nest.flatten(x)[0]
-    size = first.shape[0] if first.shape.rank else None
-    if size is not None:
-        return float(size)
-    return math_ops.cast(array_ops.shape(first)[0], dtype)
-
-
-# ---- compiled loss and metrics -----------------------------------------------------------------
-class LossesContainer:
-    """``model.compiled_loss``: the loss(es) given to ``compile``.
-
-    Calling it as ``compiled_loss(y_true, y_pred, sample_weight=None,
-    regularization_losses=None)`` returns the total loss -- each output's loss times its
-    ``loss_weights`` entry, plus the regularization losses -- and adds it to the ``loss``
-    tracker (and, for a model with several outputs, each output's loss to ``<output>_loss``).
-    """
-
-    def __init__(self, losses, loss_weights=None, output_names=None):
-        self._user_losses = losses
-        self._user_loss_weights = loss_weights
-        self._output_names = output_names
-        self._loss_metric = metrics_lib.Mean(name="loss")
-        self._per_output_metrics = []
-        self._losses = None       # [(Loss or None, weight)] per output, once built
-
-    @property
-    def built(self):
-        return self._losses is not None
-
-    @property
-    def metrics(self):
-        """The ``loss`` tracker, then one tracker per output loss (several outputs)."""
-        return [self._loss_metric] + [m for m in self._per_output_metrics if m is not None]
-
-    def build(self, y_pred, names=None):
-        flat = nest.flatten(y_pred)
-        names = names or self._output_names or [f"output_{i + 1}" for i in range(len(flat))]
-        specs = _per_output(self._user_losses, names, "loss")
-        weights = _per_output(self._user_loss_weights, names, "loss_weights")
-        self._losses = [(None if spec is None else _as_loss(spec),
-                         1.0 if weight is None else float(weight))
-                        for spec, weight in zip(specs, weights)]
-        self._per_output_metrics = [
-            metrics_lib.Mean(name=f"{name}_loss") if loss is not None and len(flat) > 1
-            else None for name, (loss, _) in zip(names, self._losses)]
-
-    def __call__(self, y_true, y_pred, sample_weight=None, regularization_losses=None):
-        if not self.built:
-            self.build(y_pred)
-        flat_pred = nest.flatten(y_pred)
-        if len(flat_pred) != len(self._losses):
-            raise ValueError(f"compiled_loss: the model gave {len(flat_pred)} outputs but the "
-                             f"loss was set up for {len(self._losses)}.")
-        flat_true = _flat_targets(y_true, len(flat_pred), "compiled_loss")
-        weights = (nest.flatten(sample_weight) if isinstance(sample_weight, (list, tuple, dict))
-                   and len(flat_pred) > 1 else [sample_weight] * len(flat_pred))
-        dtype = flat_pred[0].dtype if flat_pred[0].dtype.is_floating else dtypes.float32
-        batch = _batch_size_of(flat_pred, dtype)
-        total = None
-        for (loss, weight), y_t, y_p, s_w, tracker in zip(
-                self._losses, flat_true, flat_pred, weights, self._per_output_metrics):
-            if loss is None:
-                continue
-            if y_t is None:
-                raise ValueError("The model was compiled with a loss, but no target y was given "
-                                 "to fit/evaluate/train_on_batch; pass y (or yield (x, y) "
-                                 "batches).")
-            value = loss(y_t, y_p, sample_weight=s_w)
-            if tracker is not None:
-                tracker.update_state(value, sample_weight=batch)
-            if weight != 1.0:
-                value = value * weight
-            total = value if total is None else total + value
-        for extra in regularization_losses or []:
-            extra = math_ops.cast(extra, dtype) if isinstance(extra, Tensor) else extra
-            total = extra if total is None else total + extra
-        if total is None:
-            total = array_ops.zeros([], dtype)
-        self._loss_metric.update_state(total, sample_weight=batch)
-        return total
-
-    def reset_state(self):
-        for metric in self.metrics:
-            metric.reset_state()
-
-
-def _as_loss(spec):
-    loss = losses_lib.get(spec)
-    if not isinstance(loss, losses_lib.Loss):
-        # A function gives per-sample losses: reduced (and weighted) like a Loss.
-        loss = losses_lib.LossFunctionWrapper(loss, name=getattr(loss, "__name__", None))
-    return loss
-
-
-class MetricsContainer:
-    """``model.compiled_metrics``: the metrics given to ``compile``.
-
-    ``update_state(y_true, y_pred, sample_weight=None)`` updates them; ``metrics`` lists them
-    (``metrics`` first, then ``weighted_metrics``).  Only ``weighted_metrics`` receive the
-    sample weights, as in Keras.  String identifiers are resolved against the first batch's
-    shapes (``"accuracy"`` becomes binary, sparse or categorical accuracy).
-    """
-
-    def __init__(self, metrics=None, weighted_metrics=None, output_names=None):
-        self._user_metrics = metrics
-        self._user_weighted_metrics = weighted_metrics
-        self._output_names = output_names
-        self._metrics = None           # per output: [Metric]
-        self._weighted = None
-
-    @property
-    def built(self):
-        return self._metrics is not None
-
-    @property
-    def metrics(self):
-        if not self.built:
-            return []
-        return [m for group in self._metrics + self._weighted for m in group]
-
-    def __iter__(self):
-        return iter(self.metrics)
-
-    def __len__(self):
-        return len(self.metrics)
-
-    def build(self, y_true, y_pred, names=None):
-        flat_pred = nest.flatten(y_pred)
-        count = len(flat_pred)
-        names = names or self._output_names or [f"output_{i + 1}" for i in range(count)]
-        flat_true = _flat_targets(y_true, count, "compiled_metrics") if y_true is not None \
-            else [None] * count
-
-        def per_output(spec, argument):
-            if spec is None:
-                return [[] for _ in range(count)]
-            if isinstance(spec, dict):
-                groups = _per_output(spec, names, argument)
-                return [[] if g is None else list(g) if isinstance(g, (list, tuple)) else [g]
-                        for g in groups]
-            spec = list(spec) if isinstance(spec, (list, tuple)) else [spec]
-            if count > 1 and len(spec) == count and all(isinstance(s, (list, tuple))
-                                                        for s in spec):
-                return [list(s) for s in spec]
-            if count > 1 and any(isinstance(s, (list, tuple)) for s in spec):
-                raise ValueError(f"compile: {argument} as a list of lists needs one list per "
-                                 f"output ({count} outputs {names}).")
-            return [list(spec) for _ in range(count)]
-
-        plain = per_output(self._user_metrics, "metrics")
-        weighted = per_output(self._user_weighted_metrics, "weighted_metrics")
-        used = set()
-
-        def make(groups, is_weighted):
-            out = []
-            for i, group in enumerate(groups):
-                made = []
-                for spec in group:
-                    if i > 0 and isinstance(spec, metrics_lib.Metric) and any(
-                            spec is first for first in groups[0]):
-                        # One Metric object listed for every output: each output gets its own.
-                        spec = type(spec).from_config(spec.get_config())
-                    metric = metrics_lib.resolve(spec, flat_true[i], flat_pred[i])
-                    if count > 1:
-                        metric.name = f"{names[i]}_{metric.name}"
-                    if is_weighted and metric.name in used:
-                        metric.name = f"weighted_{metric.name}"
-                    used.add(metric.name)
-                    made.append(metric)
-                out.append(made)
-            return out
-        self._metrics = make(plain, False)
-        self._weighted = make(weighted, True)
-
-    def update_state(self, y_true, y_pred, sample_weight=None):
-        """Updates every metric with a batch (``weighted_metrics`` with ``sample_weight``)."""
-        if not self.built:
-            self.build(y_true, y_pred)
-        if y_true is None:
-            return
-        flat_pred = nest.flatten(y_pred)
-        flat_true = _flat_targets(y_true, len(flat_pred), "compiled_metrics")
-        weights = (nest.flatten(sample_weight) if isinstance(sample_weight, (list, tuple, dict))
-                   and len(flat_pred) > 1 else [sample_weight] * len(flat_pred))
-        for i, (y_t, y_p) in enumerate(zip(flat_true, flat_pred)):
-            for metric in self._metrics[i]:
-                metric.update_state(y_t, y_p)
-            for metric in self._weighted[i]:
-                metric.update_state(y_t, y_p, sample_weight=weights[i])
-
-    def reset_state(self):
-        for metric in self.metrics:
-            metric.reset_state()
+LossesContainer = compile_utils.LossesContainer
+MetricsContainer = compile_utils.MetricsContainer
 
 
 def _logs_to_floats(logs):
+    """The logs a step returned as Python floats (arrays when not scalars), nested dicts
+    (a ``compile_metrics`` result) flattened into the top level, keys sorted -- as Keras 3
+    reports them to callbacks and ``History``."""
     out = {}
-    for key, value in logs.items():
+    for key, value in sorted(logs.items()):
+        if isinstance(value, dict):
+            out.update(_logs_to_floats(value))
+            continue
         array = np.asarray(value)
         out[key] = float(array) if array.ndim == 0 else array
     return out
+
+
+def _accepts_training(method):
+    parameters = inspect.signature(method).parameters.values()
+    return any(p.name == "training" or p.kind is p.VAR_KEYWORD for p in parameters)
 
 
 def _step_is_overridden(model, name):
@@ -341,24 +115,22 @@ class Trainer:
         self._loss_spec = self.loss = loss
         self._metric_specs = [] if metrics is None else list(metrics) if isinstance(
             metrics, (list, tuple)) else metrics
-        self._check_loss_specs(loss)
-        self.compiled_loss = LossesContainer(loss, loss_weights)
-        self.compiled_metrics = MetricsContainer(metrics, weighted_metrics)
-        self._loss_tracker = self.compiled_loss._loss_metric
+        compile_utils.check_loss_specs(loss)
+
+        def name_outputs(y_pred):
+            return compile_utils.output_names(self, y_pred)
+        self._loss_tracker = metrics_lib.Mean(name="loss")
+        self.compiled_loss = LossesContainer(loss, loss_weights, self._loss_tracker,
+                                             name_outputs)
+        self.compiled_metrics = MetricsContainer(metrics, weighted_metrics, name_outputs)
+        # Keras 3 lists `compile_metrics` among the model's metrics only when given some.
+        self._compile_metrics_listed = metrics is not None or weighted_metrics is not None
         self._steps_per_execution = steps_per_execution
         self._jit_compile = jit_compile
         self._run_eagerly = bool(run_eagerly)
+        self._distribute_strategy = distributed.strategy_for(self)
         self.train_function = self.test_function = self.predict_function = None
         self._is_compiled = True
-
-    @staticmethod
-    def _check_loss_specs(loss):
-        """Rejects unknown loss names at compile time (Keras does the same)."""
-        specs = loss.values() if isinstance(loss, dict) else loss if isinstance(
-            loss, (list, tuple)) else [loss]
-        for spec in specs:
-            if spec is not None:
-                _as_loss(spec)
 
     def _require_compiled(self, who):
         if not self.__dict__.get("_is_compiled"):
@@ -376,25 +148,36 @@ class Trainer:
         self.train_function = self.test_function = self.predict_function = None
 
     @property
+    def distribute_strategy(self):
+        """The ``tf.distribute.Strategy`` the model trains under: the one in force when it was
+        compiled (or its weights' strategy), else the one in force now."""
+        return self.__dict__.get("_distribute_strategy") or distribute_lib.get_strategy()
+
+    @property
     def metrics(self):
-        """The metrics ``fit`` reports: the loss tracker(s), the compiled metrics, then the
-        ``Metric`` objects held as attributes of the model (custom train steps)."""
+        """The metrics ``fit`` and ``evaluate`` report and reset, in Keras 3's order: once
+        compiled, the ``loss`` tracker, the compiled metrics (one metric, ``compile_metrics``,
+        whose result is a dict) and the per-output loss trackers; then the ``Metric`` objects
+        held as attributes of the model (created in ``__init__`` for a custom ``train_step``)
+        and of its layers (not of nested models: their metrics are theirs)."""
         found = []
-        if self.__dict__.get("compiled_loss") is not None:
+        if self.__dict__.get("_is_compiled"):
+            found.append(self._loss_tracker)
+            if self._compile_metrics_listed:
+                found.append(self.compiled_metrics)
             found += self.compiled_loss.metrics
-        if self.__dict__.get("compiled_metrics") is not None:
-            found += self.compiled_metrics.metrics
-        ids = {id(m) for m in found}
-        for value in self.__dict__.values():
-            if isinstance(value, metrics_lib.Metric) and id(value) not in ids:
-                ids.add(id(value))
-                found.append(value)
-        return found
+        found += [m for m in self._attribute_modules() if isinstance(m, metrics_lib.Metric)]
+        for layer in self._flatten_layers(include_self=False):
+            if not isinstance(layer, Trainer):
+                found += [m for m in layer._attribute_modules()
+                          if isinstance(m, metrics_lib.Metric)]
+        return list({id(m): m for m in found}.values())
 
     @property
     def metrics_names(self):
-        """The names of ``metrics`` (the keys of the logs and of ``history.history``)."""
-        return list(dict.fromkeys(m.name for m in self.metrics))
+        """The names of ``metrics`` (``["loss", "compile_metrics"]`` for a model compiled
+        with metrics, as in Keras 3; the logs name each compiled metric)."""
+        return [m.name for m in self.metrics]
 
     def reset_metrics(self):
         """Resets the state of every metric in ``metrics``."""
@@ -403,31 +186,64 @@ class Trainer:
 
     # ---- steps ------------------------------------------------------------------------------
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        """The compiled loss (times ``loss_weights``) plus the losses the layers added
-        (``self.losses``); updates the ``loss`` tracker."""
-        del x, training
-        losses = self.losses
-        if self.compiled_loss is None or (self._loss_spec is None and not losses):
-            raise ValueError("No loss to compute. Provide a `loss` argument in `compile()`, or "
-                             "add losses in the layers with `add_loss`.")
-        return self.compiled_loss(y, y_pred, sample_weight, regularization_losses=losses)
+        """The total loss of a batch: the compiled loss (each output's loss times its
+        ``loss_weights`` entry) plus the losses the layers added (``self.losses``).
 
-    def compute_metrics(self, x, y, y_pred, sample_weight):
+        Override it to compute the loss another way; ``train_step`` and ``test_step`` call
+        it and add what it returns to the ``loss`` tracker (it updates only the per-output
+        loss trackers itself, as in Keras 3).
+        """
+        del x, training
+        found = []
+        if self.__dict__.get("compiled_loss") is not None:
+            compiled = self.compiled_loss.compute(y, y_pred, sample_weight)
+            if compiled is not None:
+                found.append(compiled)
+        for loss in self.losses:
+            if not loss.dtype.is_floating:
+                loss = math_ops.cast(loss, dtypes.float32)
+            found.append(math_ops.reduce_sum(loss))
+        if not found:
+            raise ValueError("No loss to compute. Provide a `loss` argument in `compile()`.")
+        total = found[0]
+        for loss in found[1:]:
+            total = total + math_ops.cast(loss, total.dtype)
+        # Divided by the number of replicas inside strategy.run: the replicas' gradients are
+        # summed.
+        return distribute_lib.scale_loss_for_distribution(total)
+
+    def _compute_loss(self, x, y, y_pred, sample_weight, training):
+        """``compute_loss``, also when an override does not take ``training`` (added in
+        Keras 3.3)."""
+        if _accepts_training(type(self).compute_loss):
+            return self.compute_loss(x, y, y_pred, sample_weight, training=training)
+        return self.compute_loss(x, y, y_pred, sample_weight)
+
+    def _track_loss(self, loss, x):
+        """Adds a step's loss to the ``loss`` tracker, weighted by the batch size."""
+        if self.__dict__.get("_loss_tracker") is not None:
+            self._loss_tracker.update_state(
+                distribute_lib.unscale_loss_for_distribution(loss),
+                sample_weight=compile_utils.batch_size_of(x, loss.dtype))
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
         """Updates the compiled metrics with a batch; returns ``{name: running value}`` for
-        every metric in ``metrics``."""
+        every metric in ``metrics`` (override it to update metrics of your own too)."""
         del x
-        self.compiled_metrics.update_state(y, y_pred, sample_weight)
+        if self.__dict__.get("compiled_metrics") is not None:
+            self.compiled_metrics.update_state(y, y_pred, sample_weight)
         return self.get_metrics_result()
 
     def get_metrics_result(self):
-        """``{name: result}`` for every metric in ``metrics`` (dict results are merged; where
-        two metrics share a name, the compiled one is reported)."""
+        """``{name: result}`` for every metric in ``metrics`` (a dict result, such as
+        ``compile_metrics``'s, is merged in; of two metrics with one name, the later one)."""
         logs = {}
         for metric in self.metrics:
             result = metric.result()
-            items = result.items() if isinstance(result, dict) else [(metric.name, result)]
-            for name, value in items:
-                logs.setdefault(name, value)
+            if isinstance(result, dict):
+                logs.update(result)
+            else:
+                logs[metric.name] = result
         return logs
 
     def train_step(self, data):
@@ -436,18 +252,22 @@ class Trainer:
         x, y, sample_weight = unpack_x_y_sample_weight(data)
         with GradientTape() as tape:
             y_pred = self(x, training=True)
-            loss = self.compute_loss(x, y, y_pred, sample_weight)
+            loss = self._compute_loss(x, y, y_pred, sample_weight, training=True)
+        self._track_loss(loss, x)
         variables = self.trainable_variables
         if variables:
             grads = tape.gradient(loss, variables)
             self.optimizer.apply_gradients(zip(grads, variables))
+        else:
+            warnings.warn("The model does not have any trainable weights.", stacklevel=2)
         return self.compute_metrics(x, y, y_pred, sample_weight)
 
     def test_step(self, data):
         """Loss and metrics on a batch, without training."""
         x, y, sample_weight = unpack_x_y_sample_weight(data)
         y_pred = self(x, training=False)
-        self.compute_loss(x, y, y_pred, sample_weight)
+        loss = self._compute_loss(x, y, y_pred, sample_weight, training=False)
+        self._track_loss(loss, x)
         return self.compute_metrics(x, y, y_pred, sample_weight)
 
     def predict_step(self, data):
@@ -460,8 +280,13 @@ class Trainer:
         if existing is not None:
             return existing
 
-        def run(data):
-            return step(data)
+        strategy = self.distribute_strategy
+        if distributed.is_distributed(strategy):
+            def run(data):
+                return strategy.run(step, args=(data,))
+        else:
+            def run(data):
+                return step(data)
         fn = run if self.run_eagerly else function(run, name=attribute)
         setattr(self, attribute, fn)
         return fn
@@ -490,13 +315,17 @@ class Trainer:
         (as TF does); this way it is traced once per input signature."""
         if self.run_eagerly:
             return          # nothing is traced; a plain Python call may do what tracing can't
+        with distributed.scope(self.distribute_strategy):
+            self._create_step_variables(batch, training)
+
+    def _create_step_variables(self, batch, training):
         x, y, _ = unpack_x_y_sample_weight(batch)
         # A custom step may not feed `x` to the model as it is: leave it to its first trace.
         custom = _step_is_overridden(self, "train_step" if training else "test_step")
         containers_ready = self.compiled_metrics.built and self.compiled_loss.built
         if not custom and not (self.built and containers_ready):
             outputs = self._symbolic_outputs(x)
-            names = _output_names(self, len(nest.flatten(outputs)))
+            names = compile_utils.output_names(self, outputs)
             if not self.compiled_loss.built:
                 self.compiled_loss.build(outputs, names)
             if not self.compiled_metrics.built:
@@ -582,12 +411,17 @@ class Trainer:
                                  "(NumPy arrays or tensors); give validation_data for a "
                                  "generator or Sequence.")
             data, valid = data.split(validation_split)
+        data = distributed.replica_data(data, self.distribute_strategy, x)
+        if valid is not None:
+            valid = distributed.replica_data(valid, self.distribute_strategy, validation_data)
         callback_list, history = self._callbacks(
             callbacks, verbose, {"epochs": epochs, "steps": data.steps, "verbose": verbose},
             with_history=True)
         self.stop_training = False
         train_function = self.make_train_function()
         callback_list.on_train_begin()
+        # A callback that restored an interrupted run (BackupAndRestore) says where to resume.
+        initial_epoch = self.__dict__.pop("_initial_epoch", None) or initial_epoch
         logs = {}
         prepared = False
         for epoch in range(initial_epoch, epochs):
@@ -614,7 +448,8 @@ class Trainer:
                 self.stop_training = True
                 if not steps_run:
                     break       # an epoch without a batch is not an epoch
-            logs = dict(logs)
+            logs = self._global_logs(logs)
+            distributed.average_non_trainable_weights(self, self.distribute_strategy)
             if valid is not None and freq(epoch):
                 val_logs = self._evaluate_data(valid, callback_list)
                 logs.update({"val_" + key: value for key, value in val_logs.items()})
@@ -652,8 +487,17 @@ class Trainer:
         data.on_epoch_end()
         if not prepared:
             raise ValueError("evaluate: the data has no batches (is it empty?).")
+        logs = self._global_logs(logs)
         callback_list.on_test_end(logs)
         return logs
+
+    def _global_logs(self, logs):
+        """The logs of the metrics over every replica's samples (a copy of ``logs`` when
+        there is one replica)."""
+        if not distributed.is_distributed(self.distribute_strategy):
+            return dict(logs)
+        with distributed.global_metric_states(self.metrics, self.distribute_strategy):
+            return {**logs, **_logs_to_floats(self.get_metrics_result())}
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None,
                  steps=None, callbacks=None, return_dict=False):
@@ -661,7 +505,9 @@ class Trainer:
         ``[loss, metric, ...]`` in ``metrics_names`` order or, with ``return_dict``, a dict."""
         self._require_compiled("evaluating")
         verbose = self._verbose(verbose, "evaluate")
-        data = data_for(x, y, sample_weight, batch_size, steps, "evaluate")
+        data = distributed.replica_data(
+            data_for(x, y, sample_weight, batch_size, steps, "evaluate"),
+            self.distribute_strategy, x)
         callback_list, _ = self._callbacks(callbacks, 0, {"steps": data.steps, "verbose": 0},
                                            with_history=False)
         logs = self._evaluate_data(data, callback_list)
@@ -674,7 +520,8 @@ class Trainer:
         """The model's outputs for ``x``, computed batch by batch (``training=False``), as
         NumPy arrays concatenated along the batch dimension."""
         self._verbose(verbose, "predict")
-        data = data_for(x, None, None, batch_size, steps, "predict")
+        data = distributed.replica_data(data_for(x, None, None, batch_size, steps, "predict"),
+                                        self.distribute_strategy, x)
         predict_function = self.make_predict_function()
         callback_list, _ = self._callbacks(callbacks, 0, {"steps": data.steps, "verbose": 0},
                                            with_history=False)
@@ -683,7 +530,8 @@ class Trainer:
         for step, batch in enumerate(data.batches()):
             callback_list.on_predict_batch_begin(step)
             result = predict_function(batch)
-            outputs.append(nest.map_structure(np.asarray, result))
+            outputs.append(distributed.gather_outputs(nest.map_structure(np.asarray, result),
+                                                      self.distribute_strategy))
             callback_list.on_predict_batch_end(step, {"outputs": result})
         data.on_epoch_end()
         callback_list.on_predict_end()
@@ -696,35 +544,51 @@ class Trainer:
                        reset_metrics=True, return_dict=False):
         """One train step on one batch; returns the loss (and metrics) after it."""
         self._require_compiled("training")
-        batch = ArrayData.single_batch(x, y, sample_weight, "train_on_batch",
-                                       check_class_weight(class_weight, self))
+        batch = distributed.replica_batch(
+            ArrayData.single_batch(x, y, sample_weight, "train_on_batch",
+                                   check_class_weight(class_weight, self)),
+            self.distribute_strategy)
         if reset_metrics:
             self.reset_metrics()
         self._prepare_step(batch, training=True)
-        logs = _logs_to_floats(self.make_train_function()(batch))
+        logs = self._global_logs(_logs_to_floats(self.make_train_function()(batch)))
         return self._logs_result(logs, return_dict)
 
     def test_on_batch(self, x, y=None, sample_weight=None, reset_metrics=True,
                       return_dict=False):
         """Loss and metrics on one batch, without training."""
         self._require_compiled("evaluating")
-        batch = ArrayData.single_batch(x, y, sample_weight, "test_on_batch")
+        batch = distributed.replica_batch(
+            ArrayData.single_batch(x, y, sample_weight, "test_on_batch"),
+            self.distribute_strategy)
         if reset_metrics:
             self.reset_metrics()
         self._prepare_step(batch, training=False)
-        logs = _logs_to_floats(self.make_test_function()(batch))
+        logs = self._global_logs(_logs_to_floats(self.make_test_function()(batch)))
         return self._logs_result(logs, return_dict)
 
     def predict_on_batch(self, x):
         """The model's outputs for one batch, as NumPy arrays."""
-        batch = ArrayData.single_batch(x, None, None, "predict_on_batch")
-        return nest.map_structure(np.asarray, self.make_predict_function()(batch))
+        strategy = self.distribute_strategy
+        batch = distributed.replica_batch(
+            ArrayData.single_batch(x, None, None, "predict_on_batch"), strategy)
+        return distributed.gather_outputs(
+            nest.map_structure(np.asarray, self.make_predict_function()(batch)), strategy)
 
     def _logs_result(self, logs, return_dict):
+        """The logs as ``evaluate`` returns them: the dict, or the values in Keras 3's order
+        (the metrics in ``metrics`` order, ``compile_metrics`` by its metrics' own names,
+        then the other log entries by name); one value alone."""
         if return_dict:
             return logs
-        values = [logs[name] for name in self.metrics_names if name in logs]
-        values += [value for key, value in logs.items() if key not in self.metrics_names]
+        names = []
+        for metric in self.metrics:
+            if isinstance(metric, MetricsContainer):
+                names += [m.name for m in metric.metrics]
+            else:
+                names.append(metric.name)
+        values = [logs[name] for name in names if name in logs]
+        values += [logs[key] for key in sorted(logs) if key not in names]
         return values[0] if len(values) == 1 else values
 
 

@@ -136,9 +136,10 @@ def _function_name(fn):
 
 
 def _object_name(obj):
-    if isinstance(obj, Module):
-        return obj.name
-    return camel_to_snake(type(obj).__name__)
+    # A tf.Module whose subclass skipped ``super().__init__()`` has no name (as in TF, where
+    # it still saves): it is named after its class, like an unnamed module.
+    name = obj.__dict__.get("_name") if isinstance(obj, Module) else None
+    return name if isinstance(name, str) else camel_to_snake(type(obj).__name__)
 
 
 def concrete_functions_of(fn):

@@ -20,6 +20,7 @@ import os
 
 import numpy as np
 
+from hybridtf.distribute import distribute_lib
 from hybridtf.framework import atomic_files, nest
 from hybridtf.framework.tensor_spec import TensorSpec
 from hybridtf.graph.function import _TENSOR_OUTPUT, ConcreteFunction, Function
@@ -175,8 +176,12 @@ def save(obj, export_dir, signatures=None, options=None):
             raise ValueError(f"tf.saved_model.save: variable {v.name!r} has dtype "
                              f"{v.dtype.name}, which cannot be saved.")
         variable_values[f"variable_{i}"] = value
-    _write_directory(os.fspath(export_dir), model, {"variables": variable_values,
-                                                    "constants": constants.arrays})
+    export_dir = os.fspath(export_dir)
+    # Under MultiWorkerMirroredStrategy every process saves and rank 0 writes the files.
+    distribute_lib.write_once(
+        lambda: _write_directory(export_dir, model, {"variables": variable_values,
+                                                     "constants": constants.arrays}),
+        f"tf.saved_model.save({export_dir!r})")
 
 
 # ---- signatures ----------------------------------------------------------------------------------
@@ -190,6 +195,10 @@ def _signature_functions(obj, signatures, objects):
         else:
             candidates = [fn for name, fn in _root_functions(obj, objects)
                           if isinstance(fn, Function) and fn.input_signature is not None]
+            default = getattr(obj, "_default_save_signature", None)
+            if not candidates and callable(default):
+                # A Keras model: its call traced on its input spec, as TF saves it.
+                candidates = [fn for fn in [default()] if fn is not None]
             signatures = {"serving_default": candidates[0]} if len(candidates) == 1 else {}
     elif not isinstance(signatures, dict):
         signatures = {"serving_default": signatures}

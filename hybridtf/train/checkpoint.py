@@ -18,6 +18,7 @@ import weakref
 import numpy as np
 
 from hybridtf.api.script_ops import py_function
+from hybridtf.distribute import distribute_lib
 from hybridtf.framework import deferred_restoration
 from hybridtf.framework.constant_op import constant
 from hybridtf.framework.tensor import is_tensor
@@ -199,6 +200,11 @@ class Checkpoint:
         return prefix
 
     def _write(self, prefix, options):
+        # Under MultiWorkerMirroredStrategy every process saves and rank 0 writes the files.
+        distribute_lib.write_once(lambda: self._write_files(prefix, options),
+                                  f"tf.train.Checkpoint.write({prefix!r})")
+
+    def _write_files(self, prefix, options):
         graph = ObjectGraph(self)
         values = {i: graph.objects[i].numpy() for i in graph.variable_nodes()}
         checkpoint_file.write(prefix, graph.description(), values)
@@ -215,8 +221,11 @@ class Checkpoint:
         def write_now(*tensors):
             path = prefix if prefix_tensor is None else _prefix_string(tensors[-1], "write")
             values = {node: tensor.numpy() for node, tensor in zip(nodes, tensors)}
-            checkpoint_file.write(path, description, values)
-            _run_write_callbacks(options, path)
+
+            def write():
+                checkpoint_file.write(path, description, values)
+                _run_write_callbacks(options, path)
+            distribute_lib.write_once(write, f"tf.train.Checkpoint.write({path!r})")
 
         py_function(write_now, reads + ([prefix_tensor] if prefix_tensor is not None else []),
                     Tout=[])
@@ -245,9 +254,13 @@ class Checkpoint:
         counter.assign_add(1)
         path = f"{prefix}-{int(counter.numpy())}"
         directory = os.path.dirname(prefix)
-        with state.state_lock(directory):
-            self._write(path, options)
-            state.write_state(directory, path, [path])
+
+        def write():
+            with state.state_lock(directory):
+                self._write_files(path, options)
+                state.write_state(directory, path, [path])
+        # Under MultiWorkerMirroredStrategy every process saves and rank 0 writes the files.
+        distribute_lib.write_once(write, f"tf.train.Checkpoint.save({path!r})")
         return path
 
     # ---- restoring -------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import os
 import time
 import warnings
 
+from hybridtf.distribute import distribute_lib
 from hybridtf.framework import atomic_files
 from hybridtf.framework.tensor import is_tensor
 from hybridtf.graph import func_graph
@@ -161,27 +162,40 @@ class CheckpointManager:
         counter.assign_add(1)
         number = counter if checkpoint_number is None else checkpoint_number
         prefix = f"{self._prefix}-{_as_int(number, 'checkpoint_number')}"
-        with state.state_lock(self._directory):
-            self._checkpoint._write(prefix, options)
-            # Re-inserted so that an overwritten checkpoint moves to the end of the queue.
-            self._maybe_delete.pop(prefix, None)
-            self._maybe_delete[prefix] = time.time()
-            self._latest_checkpoint = prefix
-            # Recorded before deleting anything, so that a kill while deleting leaves the new
-            # checkpoint the latest and the old ones listed (the next manager deletes them).
-            self._record_state()
-            if self._sweep():
+
+        def write():
+            with state.state_lock(self._directory):
+                self._checkpoint._write_files(prefix, options)
+                self._note_saved(prefix)
+                # Recorded before deleting anything, so that a kill while deleting leaves the
+                # new checkpoint the latest and the old ones listed (the next manager deletes
+                # them).
                 self._record_state()
+                if self._sweep():
+                    self._record_state()
+        # Under MultiWorkerMirroredStrategy every process saves and rank 0 writes the files;
+        # the others keep the same list of checkpoints.
+        distribute_lib.write_once(write, f"CheckpointManager.save({prefix!r})")
+        if not distribute_lib.writes_files():
+            self._note_saved(prefix)
+            self._sweep(delete=False)
         return prefix
+
+    def _note_saved(self, prefix):
+        # Re-inserted so that an overwritten checkpoint moves to the end of the queue.
+        self._maybe_delete.pop(prefix, None)
+        self._maybe_delete[prefix] = time.time()
+        self._latest_checkpoint = prefix
 
     def _record_state(self):
         paths = list(self._maybe_delete)
         state.write_state(self._directory, self._latest_checkpoint, paths,
                           list(self._maybe_delete.values()), self._last_preserved_timestamp)
 
-    def _sweep(self):
-        """Drops the oldest checkpoints beyond ``max_to_keep`` (deleting them unless
-        ``keep_checkpoint_every_n_hours`` keeps them); returns whether any was dropped."""
+    def _sweep(self, delete=True):
+        """Drops the oldest checkpoints beyond ``max_to_keep`` (deleting them, when
+        ``delete``, unless ``keep_checkpoint_every_n_hours`` keeps them); returns whether any
+        was dropped."""
         if not self._max_to_keep:
             return False
         dropped = False
@@ -192,7 +206,8 @@ class CheckpointManager:
             if hours and timestamp - hours * 3600.0 >= self._last_preserved_timestamp:
                 self._last_preserved_timestamp = timestamp
                 continue
-            _delete_checkpoint(path)
+            if delete:
+                _delete_checkpoint(path)
         return dropped
 
     def restore_or_initialize(self):

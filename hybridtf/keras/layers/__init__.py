@@ -35,9 +35,9 @@ def deserialize(config, custom_objects=None):
     """The layer described by a ``serialize`` dict (custom classes via ``custom_objects`` or
     ``keras.saving.register_keras_serializable``)."""
     name = config["class_name"]
-    if name in ("Sequential", "Model"):
+    if name in ("Sequential", "Model", "Functional"):
         from hybridtf.keras import models
-        cls = getattr(models, name)
+        cls = models.Model if name == "Functional" else getattr(models, name)
     else:
         cls = (object_registration.get_registered_object(
             config.get("registered_name") or name, custom_objects)

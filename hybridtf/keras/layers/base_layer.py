@@ -35,11 +35,12 @@ from hybridtf.framework.variables import (Variable, VariableAggregation,
                                           VariableSynchronization)
 from hybridtf.graph import func_graph
 from hybridtf.keras import backend, initializers
+from hybridtf.keras import metrics as metrics_lib
 from hybridtf.keras.layers import keras_tensor
 from hybridtf.keras.layers.input_spec import assert_input_compatibility
 from hybridtf.keras.layers.layer_utils import (
-    as_shape_structure, dedup, dtype_name, get_regularizer, leaves, shape_for_display,
-    to_snake_case)
+    as_shape_structure, dedup, dtype_name, get_constraint, get_regularizer, leaves,
+    shape_for_display, to_snake_case)
 from hybridtf.module import Module
 
 _ALLOWED_KWARGS = frozenset(("input_dim", "input_shape", "batch_input_shape", "batch_size",
@@ -213,9 +214,9 @@ class Layer(Module):
             return
         (trainable if variable.trainable else non_trainable).append(variable)
 
-    def _direct_children(self):
-        """The layers and other tf.Modules held in attributes (directly or in lists, tuples and
-        dicts), in the order the attributes were assigned."""
+    def _attribute_modules(self):
+        """The tf.Modules held in attributes (directly or in lists, tuples and dicts), in the
+        order the attributes were assigned, each once."""
         out = []
         seen = {id(self)}
         for key, value in self.__dict__.items():
@@ -226,6 +227,26 @@ class Layer(Module):
                     seen.add(id(leaf))
                     out.append(leaf)
         return out
+
+    def _direct_children(self):
+        """The layers and other tf.Modules held in attributes, in the order the attributes
+        were assigned -- without metrics: their state is not part of the weights."""
+        return [m for m in self._attribute_modules() if not isinstance(m, metrics_lib.Metric)]
+
+    @property
+    def metrics(self):
+        """The ``Metric`` objects held in this layer's attributes (created in ``__init__``,
+        say), then those of the layers inside it."""
+        found = [m for m in self._attribute_modules() if isinstance(m, metrics_lib.Metric)]
+        for layer in self._flatten_layers(include_self=False):
+            found.extend(m for m in layer._attribute_modules()
+                         if isinstance(m, metrics_lib.Metric))
+        return dedup(found)
+
+    @property
+    def metrics_variables(self):
+        """The state variables of ``metrics``."""
+        return dedup([v for metric in self.metrics for v in metric.variables])
 
     def _flatten_modules(self, include_self=True, recursive=True):
         """This layer (optionally) and the modules inside it, depth first, each once."""
@@ -361,7 +382,9 @@ class Layer(Module):
 
         ``initializer``: a name ("glorot_uniform"), an Initializer or a callable
         ``f(shape, dtype)``; floating weights default to glorot_uniform, integer and bool ones
-        to zeros.  ``regularizer``: a callable giving a loss added to ``layer.losses``.
+        to zeros.  ``regularizer``: a regularizer (object, name or callable) whose penalty of
+        the weight is added to ``layer.losses``.  ``constraint``: a constraint (object, name or
+        callable) the optimizer applies to the weight after each update.
         """
         for key in kwargs:
             if key not in ("getter", "collections", "experimental_autocast", "caching_device",
@@ -401,8 +424,8 @@ class Layer(Module):
         if value.dtype != dtype:
             value = math_ops.cast(value, dtype)
         variable = Variable(value, trainable=trainable, name=name, dtype=dtype,
-                            constraint=constraint, synchronization=synchronization,
-                            aggregation=aggregation)
+                            constraint=get_constraint(constraint, self.name),
+                            synchronization=synchronization, aggregation=aggregation)
         self._track_variable(variable)
         deferred_restoration.dependencies_added(self)
         regularizer = get_regularizer(regularizer, self.name)
@@ -612,6 +635,27 @@ class Layer(Module):
         self._clear_call_losses()   # losses of the scratch graph are not losses of a real call
         return nest.map_structure(lambda t: TensorShape(t.shape), outputs)
 
+    def _call_on_placeholders(self, inputs, args, kwargs):
+        """``(output shapes, output dtypes)`` of a call on KerasTensors (in ``inputs`` and in
+        the other arguments): the call runs on placeholders of their shapes and dtypes in a
+        scratch graph, so nothing is computed."""
+        graph = func_graph.FuncGraph(f"{self._name}_shape_inference")
+
+        def placeholder(value):
+            if isinstance(value, keras_tensor.KerasTensor):
+                return graph.placeholder(value.shape.dims, value.dtype.as_numpy_dtype, "input")
+            return value
+
+        def placeholders(structure):
+            return nest.map_structure(placeholder, structure)
+        with tape_lib.stop_recording(), func_graph.building(graph), \
+                autograph_operators.status(True):
+            outputs = self(placeholders(inputs), *[placeholders(a) for a in args],
+                           **{key: placeholders(value) for key, value in kwargs.items()})
+        self._clear_call_losses()   # losses of the scratch graph are not losses of a real call
+        return (nest.map_structure(lambda t: TensorShape(t.shape), outputs),
+                [t.dtype for t in nest.flatten(outputs)])
+
     def compute_output_shape(self, input_shape):
         """The output shape for inputs of ``input_shape`` (builds the layer if needed).
 
@@ -631,20 +675,53 @@ class Layer(Module):
 
     @property
     def output_shape(self):
-        """The output shape recorded when the layer was placed in a model with known input
-        shape (Sequential with ``input_shape``, or the functional API)."""
-        if self._keras_output_shape is None:
-            raise AttributeError(f'The layer "{self.name}" has never been called and thus has '
-                                 "no defined output shape.")
-        return shape_for_display(self._keras_output_shape)
+        """The shape of the layer's output in the models it is connected in (the functional
+        API, or a Sequential model with a known input shape): a tuple, or a list of them.
+        A layer called on inputs of different shapes has none (AttributeError)."""
+        return self._shape_of_calls("output")
 
     @property
     def input_shape(self):
-        """The input shape recorded when the layer was placed in a model with known shape."""
-        if self._keras_input_shape is None:
+        """The shape of the layer's input in the models it is connected in (see
+        ``output_shape``)."""
+        return self._shape_of_calls("input")
+
+    def _shape_of_calls(self, which):
+        nodes = self._inbound_nodes
+        if nodes:
+            shapes = [shape_for_display(node.shapes(which)) for node in nodes]
+            if any(shape != shapes[0] for shape in shapes[1:]):
+                raise AttributeError(
+                    f'The layer "{self.name}" has multiple inbound nodes, with different '
+                    f'{which} shapes {shapes}. Hence the notion of "{which} shape" is '
+                    f"ill-defined for the layer; read the {which} shape of each call from "
+                    f"its tensors instead.")
+            return shapes[0]
+        recorded = self._keras_input_shape if which == "input" else self._keras_output_shape
+        if recorded is None:
             raise AttributeError(f'The layer "{self.name}" has never been called and thus has '
-                                 "no defined input shape.")
-        return shape_for_display(self._keras_input_shape)
+                                 f"no defined {which} shape.")
+        return shape_for_display(recorded)
+
+    @property
+    def input(self):
+        """The symbolic input of the layer's first call in a model (the ``keras.Input`` or
+        layer output it was called on); a list when the call took several tensors."""
+        return self._tensors_of_first_call("input")
+
+    @property
+    def output(self):
+        """The symbolic output of the layer's first call in a model (what ``layer(x)``
+        returned for a ``keras.Input``-derived ``x``); a list when there are several."""
+        return self._tensors_of_first_call("output")
+
+    def _tensors_of_first_call(self, which):
+        if not self._inbound_nodes:
+            raise AttributeError(f"The layer {self.name} has never been called and thus has no "
+                                 f"defined {which}.")
+        node = self._inbound_nodes[0]
+        tensors = node.input_tensors if which == "input" else node.outputs
+        return tensors[0] if len(tensors) == 1 else list(tensors)
 
     def _record_shapes(self, input_shape, output_shape):
         self.__dict__["_keras_input_shape"] = input_shape
@@ -654,17 +731,22 @@ class Layer(Module):
     def _functional_call(self, inputs, args, kwargs):
         shapes = nest.map_structure(lambda t: t.shape if isinstance(t, keras_tensor.KerasTensor)
                                     else TensorShape(np.shape(t)), inputs)
+        assert_input_compatibility(self._input_spec, inputs, self._name)
         if not self.built:
             self._build_for_shapes(shapes)
         spec = _call_spec(type(self))
         symbolic_kwargs = dict(kwargs)
         if spec.accepts_training:
             symbolic_kwargs.setdefault("training", False)
-        out_shapes = self._symbolic_call(shapes, **symbolic_kwargs) if not _closed_form(self) \
-            else self.compute_output_shape(shapes)
+        out_dtypes = None
+        if _closed_form(self) and not keras_tensor.contains_keras_tensor([list(args), kwargs]):
+            out_shapes = self.compute_output_shape(shapes)
+        else:
+            out_shapes, out_dtypes = self._call_on_placeholders(inputs, args, symbolic_kwargs)
         node = keras_tensor.Node(self, inputs, args, kwargs)
         flat_shapes = nest.flatten(as_shape_structure(out_shapes))
-        outputs = [keras_tensor.KerasTensor(shape, self._dtype, name=f"{self._name}/output_{i}"
+        outputs = [keras_tensor.KerasTensor(shape, out_dtypes[i] if out_dtypes else self._dtype,
+                                            name=f"{self._name}/output_{i}"
                                             if len(flat_shapes) > 1 else self._name,
                                             node=node, index=i)
                    for i, shape in enumerate(flat_shapes)]

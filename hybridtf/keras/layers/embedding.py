@@ -3,7 +3,8 @@ from hybridtf.api import array_ops, math_ops
 from hybridtf.framework.tensor_shape import TensorShape
 from hybridtf.keras import initializers
 from hybridtf.keras.layers.base_layer import Layer
-from hybridtf.keras.layers.layer_utils import (get_regularizer, serialize_initializer,
+from hybridtf.keras.layers.layer_utils import (get_constraint, get_regularizer,
+                                               serialize_constraint, serialize_initializer,
                                                serialize_regularizer)
 
 
@@ -33,7 +34,7 @@ class Embedding(Layer):
         self.output_dim = output_dim
         self.embeddings_initializer = initializers.get(embeddings_initializer)
         self.embeddings_regularizer = get_regularizer(embeddings_regularizer, "Embedding")
-        self.embeddings_constraint = embeddings_constraint
+        self.embeddings_constraint = get_constraint(embeddings_constraint, "Embedding")
         self.mask_zero = bool(mask_zero)
         self.supports_masking = self.mask_zero
         self.input_length = input_length
@@ -66,6 +67,7 @@ class Embedding(Layer):
             "embeddings_initializer": serialize_initializer(self.embeddings_initializer),
             "embeddings_regularizer": serialize_regularizer(self.embeddings_regularizer),
             "activity_regularizer": serialize_regularizer(self.activity_regularizer),
-            "embeddings_constraint": self.embeddings_constraint, "mask_zero": self.mask_zero,
+            "embeddings_constraint": serialize_constraint(self.embeddings_constraint),
+            "mask_zero": self.mask_zero,
             "input_length": self.input_length})
         return config

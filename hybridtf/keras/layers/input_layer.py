@@ -8,12 +8,15 @@ from hybridtf.keras.layers.keras_tensor import KerasTensor
 
 class InputLayer(Layer):
     """A layer that stands for a model's input: it has no weights and passes its input
-    through.  ``input_shape`` excludes the batch dimension (``batch_size``, default None);
-    ``batch_input_shape`` includes it.  Its symbolic output is ``layer.output``."""
+    through.  ``input_shape`` (Keras 3: ``shape``) excludes the batch dimension
+    (``batch_size``, default None); ``batch_input_shape`` (Keras 3: ``batch_shape``) includes
+    it.  Its symbolic output is ``layer.output``."""
 
     def __init__(self, input_shape=None, batch_size=None, dtype=None, input_tensor=None,
                  sparse=None, name=None, ragged=None, type_spec=None, **kwargs):
-        batch_input_shape = kwargs.pop("batch_input_shape", None)
+        batch_input_shape = _one_of(kwargs, "batch_input_shape", "batch_shape")
+        shape = _one_of(kwargs, "shape", "input_shape", input_shape)
+        input_shape = shape
         if kwargs:
             raise TypeError(f"InputLayer: keyword argument not understood: "
                             f"{sorted(kwargs)[0]!r}.")
@@ -41,10 +44,21 @@ class InputLayer(Layer):
         super().__init__(name=name, dtype=dtype)
         self._batch_input_shape = tuple(batch_input_shape)
         self.built = True
-        self.output = KerasTensor(self._batch_input_shape, dtype_name(dtype), name=name,
-                                  layer=self)
+        self.__dict__["_input_tensor"] = KerasTensor(self._batch_input_shape, dtype_name(dtype),
+                                                     name=name, layer=self)
         self._record_shapes(TensorShape(self._batch_input_shape),
                             TensorShape(self._batch_input_shape))
+
+    @property
+    def output(self):
+        """The symbolic tensor this layer stands for (what ``keras.Input`` returns)."""
+        return self._input_tensor
+
+    @property
+    def input(self):
+        """An empty list, as in Keras 3: an InputLayer takes no tensor; its ``output`` is the
+        model's input."""
+        return []
 
     def call(self, inputs):
         return inputs
@@ -53,8 +67,21 @@ class InputLayer(Layer):
         return TensorShape(input_shape)
 
     def get_config(self):
-        return {"batch_input_shape": self._batch_input_shape, "dtype": self.dtype,
+        """Keras 3's keys: ``batch_shape`` (with the batch dimension), ``dtype``, ``name``."""
+        return {"batch_shape": list(self._batch_input_shape), "dtype": self.dtype,
                 "sparse": False, "ragged": False, "name": self.name}
+
+
+def _one_of(kwargs, key, alias, value=None):
+    """The value given under ``key`` or its ``alias`` (or as ``value``); TypeError when it is
+    given twice."""
+    given = [(k, kwargs.pop(k)) for k in (key, alias) if k in kwargs]
+    if value is not None:
+        given.append((alias, value))
+    given = [(k, v) for k, v in given if v is not None]
+    if len(given) > 1:
+        raise TypeError(f"InputLayer: give only one of `{key}` and `{alias}`.")
+    return given[0][1] if given else None
 
 
 def Input(shape=None, batch_size=None, name=None, dtype=None, sparse=None, tensor=None,

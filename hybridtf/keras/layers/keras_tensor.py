@@ -4,6 +4,8 @@ It has a shape (batch dimension usually None) and a dtype but no value; it remem
 call that produced it (``_keras_history``), which is what a functional ``keras.Model(inputs,
 outputs)`` replays.
 """
+import numpy as np
+
 from hybridtf.framework import dtypes, nest
 from hybridtf.framework.tensor_shape import TensorShape
 
@@ -26,6 +28,16 @@ class Node:
         """The KerasTensors among the call's inputs (and arguments), in order."""
         leaves = nest.flatten([self.inputs, list(self.args), self.kwargs])
         return [t for t in leaves if isinstance(t, KerasTensor)]
+
+    def shapes(self, which):
+        """The shapes of the call's ``"input"`` (its first argument, as structured) or
+        ``"output"`` (one shape, or a list for several outputs)."""
+        if which == "input":
+            return nest.map_structure(
+                lambda t: t.shape if isinstance(t, KerasTensor) else TensorShape(np.shape(t)),
+                self.inputs)
+        shapes = [t.shape for t in self.outputs]
+        return shapes[0] if len(shapes) == 1 else shapes
 
 
 class KerasTensor:

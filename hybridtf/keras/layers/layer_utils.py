@@ -1,13 +1,12 @@
 """Helpers shared by layers and models: default names, nested structures, shapes,
-regularizers, the options of layers with a kernel and a bias."""
+regularizers and constraints, the options of layers with a kernel and a bias."""
 import re
 
 import numpy as np
 
-from hybridtf.api import math_ops
 from hybridtf.framework import dtypes
 from hybridtf.framework.tensor_shape import TensorShape
-from hybridtf.keras import activations, backend, initializers
+from hybridtf.keras import activations, backend, constraints, initializers, regularizers
 
 
 def to_snake_case(name):
@@ -53,26 +52,21 @@ def dedup(variables):
 
 
 def get_regularizer(identifier, who):
-    """A weight regularizer from a callable, None, or the names "l1" / "l2" / "l1_l2"
-    (Keras's default factor 0.01)."""
-    if identifier is None or callable(identifier):
-        return identifier
-    if identifier in ("l1", "l2", "l1_l2"):
-        l1 = 0.01 if identifier in ("l1", "l1_l2") else 0.0
-        l2 = 0.01 if identifier in ("l2", "l1_l2") else 0.0
+    """A weight regularizer from ``identifier`` (see ``keras.regularizers.get``); errors name
+    the layer class ``who``."""
+    try:
+        return regularizers.get(identifier)
+    except ValueError as err:
+        raise ValueError(f"{who}: {err}") from None
 
-        def regularize(weight):
-            loss = 0.0
-            if l1:
-                loss = loss + l1 * math_ops.reduce_sum(math_ops.abs(weight))
-            if l2:
-                loss = loss + l2 * math_ops.reduce_sum(math_ops.square(weight))
-            return loss
-        regularize.__name__ = identifier
-        return regularize
-    raise ValueError(f"{who}: could not interpret regularizer {identifier!r}; pass a callable "
-                     "f(weight) -> scalar loss, 'l1', 'l2', 'l1_l2' or None.")
 
+def get_constraint(identifier, who):
+    """A weight constraint from ``identifier`` (see ``keras.constraints.get``); errors name
+    the layer class ``who``."""
+    try:
+        return constraints.get(identifier)
+    except ValueError as err:
+        raise ValueError(f"{who}: {err}") from None
 
 
 def is_shape_like(value):
@@ -113,7 +107,11 @@ def serialize_initializer(initializer):
 
 
 def serialize_regularizer(regularizer):
-    return None if regularizer is None else getattr(regularizer, "__name__", regularizer)
+    return regularizers.serialize(regularizer)
+
+
+def serialize_constraint(constraint):
+    return constraints.serialize(constraint)
 
 
 def set_kernel_and_bias_options(layer, who, activation, use_bias, kernel_initializer,
@@ -127,8 +125,8 @@ def set_kernel_and_bias_options(layer, who, activation, use_bias, kernel_initial
     layer.bias_initializer = initializers.get(bias_initializer)
     layer.kernel_regularizer = get_regularizer(kernel_regularizer, who)
     layer.bias_regularizer = get_regularizer(bias_regularizer, who)
-    layer.kernel_constraint = kernel_constraint
-    layer.bias_constraint = bias_constraint
+    layer.kernel_constraint = get_constraint(kernel_constraint, who)
+    layer.bias_constraint = get_constraint(bias_constraint, who)
     layer.kernel = None
     layer.bias = None
 
@@ -142,4 +140,5 @@ def kernel_and_bias_config(layer):
         "kernel_regularizer": serialize_regularizer(layer.kernel_regularizer),
         "bias_regularizer": serialize_regularizer(layer.bias_regularizer),
         "activity_regularizer": serialize_regularizer(layer.activity_regularizer),
-        "kernel_constraint": layer.kernel_constraint, "bias_constraint": layer.bias_constraint}
+        "kernel_constraint": serialize_constraint(layer.kernel_constraint),
+        "bias_constraint": serialize_constraint(layer.bias_constraint)}

@@ -7,7 +7,8 @@ from hybridtf.framework.variables import VariableAggregation, VariableSynchroniz
 from hybridtf.keras import initializers
 from hybridtf.keras.layers.base_layer import Layer
 from hybridtf.keras.layers.core import _training_value, smart_cond
-from hybridtf.keras.layers.layer_utils import (get_regularizer, serialize_initializer,
+from hybridtf.keras.layers.layer_utils import (get_constraint, get_regularizer,
+                                               serialize_constraint, serialize_initializer,
                                                serialize_regularizer)
 from hybridtf.keras.layers.input_spec import InputSpec
 
@@ -49,8 +50,8 @@ class BatchNormalization(Layer):
         self.moving_variance_initializer = initializers.get(moving_variance_initializer)
         self.beta_regularizer = get_regularizer(beta_regularizer, "BatchNormalization")
         self.gamma_regularizer = get_regularizer(gamma_regularizer, "BatchNormalization")
-        self.beta_constraint = beta_constraint
-        self.gamma_constraint = gamma_constraint
+        self.beta_constraint = get_constraint(beta_constraint, "BatchNormalization")
+        self.gamma_constraint = get_constraint(gamma_constraint, "BatchNormalization")
         self.fused = fused
         self.supports_masking = True
         self.gamma = self.beta = self.moving_mean = self.moving_variance = None
@@ -182,5 +183,6 @@ class BatchNormalization(Layer):
                 self.moving_variance_initializer),
             "beta_regularizer": serialize_regularizer(self.beta_regularizer),
             "gamma_regularizer": serialize_regularizer(self.gamma_regularizer),
-            "beta_constraint": self.beta_constraint, "gamma_constraint": self.gamma_constraint})
+            "beta_constraint": serialize_constraint(self.beta_constraint),
+            "gamma_constraint": serialize_constraint(self.gamma_constraint)})
         return config

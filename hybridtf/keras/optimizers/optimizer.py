@@ -19,6 +19,7 @@ import warnings
 import numpy as np
 
 from hybridtf.api import array_ops, math_ops
+from hybridtf.distribute import distribute_lib
 from hybridtf.eager.backprop import GradientTape
 from hybridtf.framework import deferred_restoration, dtypes
 from hybridtf.framework.constant_op import convert_to_tensor
@@ -273,18 +274,27 @@ class Optimizer:
         e.g. ``zip(grads, model.trainable_variables)``.
 
         Pairs whose gradient is None are skipped with a warning; ``ValueError`` if every
-        gradient is None.  Increments ``iterations`` and returns it.
+        gradient is None.  Inside ``strategy.run`` of a strategy of several replicas the
+        gradients are first summed over the replicas, in one fused all-reduce (unless
+        ``skip_gradients_aggregation``).  Increments ``iterations`` and returns it.
         """
         unknown = set(kwargs) - {"experimental_aggregate_gradients"}
         if unknown:
             raise TypeError(f"apply_gradients() got unexpected keyword arguments "
                             f"{sorted(unknown)}.")
         grads, variables = self._checked_pairs(grads_and_vars)
-        return self.apply(grads, variables)
+        aggregate = not skip_gradients_aggregation and kwargs.get(
+            "experimental_aggregate_gradients", True)
+        return self._apply(grads, variables, aggregate)
 
     def apply(self, grads, trainable_variables=None):
         """Applies ``grads`` to ``trainable_variables`` (default: the variables the optimizer was
         built for, in order); see ``apply_gradients``."""
+        return self._apply(grads, trainable_variables, aggregate=True)
+
+    def _apply(self, grads, trainable_variables, aggregate):
+        # aggregate: inside strategy.run, sum the gradients over the replicas first (TF's
+        # optimizers do so unless told to skip it).
         grads = list(grads)
         if trainable_variables is None:
             if not self.built:
@@ -297,6 +307,9 @@ class Optimizer:
                                  f"{len(trainable_variables)} variables.")
         grads, variables = self._present_gradients(grads, list(trainable_variables))
         grads = [self._checked_gradient(g, v) for g, v in zip(grads, variables)]
+        if aggregate:
+            grads = distribute_lib.aggregate_gradients(grads, variables,
+                                                       f"{self.name}.apply_gradients")
         with self._build_lock:
             new = [v for v in variables if not self._is_built_for(v)]
             if new:
