@@ -14,11 +14,26 @@ from hybridtf.keras.layers.pooling import (  # noqa: F401
     AveragePooling2D, AvgPool2D, GlobalAveragePooling2D, GlobalAvgPool2D, GlobalMaxPool2D,
     GlobalMaxPooling2D, MaxPool2D, MaxPooling2D)
 from hybridtf.keras.layers.reshaping import Flatten, Reshape  # noqa: F401
+from hybridtf.keras.layers.activation_layers import (  # noqa: F401
+    ELU, LeakyReLU, PReLU, ReLU, Softmax)
+from hybridtf.keras.layers.axis_layers import Permute, RepeatVector  # noqa: F401
+from hybridtf.keras.layers.layer_normalization import LayerNormalization  # noqa: F401
+from hybridtf.keras.layers.noise import (  # noqa: F401
+    GaussianNoise, SpatialDropout1D, SpatialDropout2D)
+from hybridtf.keras.layers.rescaling import Rescaling  # noqa: F401
+from hybridtf.keras.layers.feature_normalization import Normalization  # noqa: F401
+from hybridtf.keras.layers.category_encoding import CategoryEncoding  # noqa: F401
+from hybridtf.keras.layers.einsum_dense import EinsumDense  # noqa: F401
+from hybridtf.keras.layers.attention import AdditiveAttention, Attention  # noqa: F401
+from hybridtf.keras.layers.multi_head_attention import MultiHeadAttention  # noqa: F401
 
 _BUILT_IN = {cls.__name__: cls for cls in (
     Layer, Conv2D, Activation, Dense, Dropout, Lambda, Embedding, InputLayer, Add, Average,
     Concatenate, Maximum, Minimum, Multiply, Subtract, BatchNormalization, AveragePooling2D,
-    GlobalAveragePooling2D, GlobalMaxPooling2D, MaxPooling2D, Flatten, Reshape)}
+    GlobalAveragePooling2D, GlobalMaxPooling2D, MaxPooling2D, Flatten, Reshape,
+    ELU, LeakyReLU, PReLU, ReLU, Softmax, Permute, RepeatVector, LayerNormalization,
+    GaussianNoise, SpatialDropout1D, SpatialDropout2D, Rescaling, Normalization,
+    CategoryEncoding, EinsumDense, Attention, AdditiveAttention, MultiHeadAttention)}
 
 
 def serialize(layer):

@@ -51,6 +51,17 @@ def dedup(variables):
     return out
 
 
+def axis_argument(axis, who):
+    """A layer's ``axis`` argument checked: an int, or a list of ints (from a list or tuple)."""
+    if isinstance(axis, (list, tuple)) and all(
+            isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in axis):
+        return [int(a) for a in axis]
+    if isinstance(axis, (int, np.integer)) and not isinstance(axis, bool):
+        return int(axis)
+    raise TypeError(f"{who}: expected an int or a list/tuple of ints for the argument 'axis', "
+                    f"but received: {axis!r}")
+
+
 def get_regularizer(identifier, who):
     """A weight regularizer from ``identifier`` (see ``keras.regularizers.get``); errors name
     the layer class ``who``."""

@@ -7,7 +7,7 @@ from hybridtf.framework.variables import VariableAggregation, VariableSynchroniz
 from hybridtf.keras import initializers
 from hybridtf.keras.layers.base_layer import Layer
 from hybridtf.keras.layers.core import _training_value, smart_cond
-from hybridtf.keras.layers.layer_utils import (get_constraint, get_regularizer,
+from hybridtf.keras.layers.layer_utils import (axis_argument, get_constraint, get_regularizer,
                                                serialize_constraint, serialize_initializer,
                                                serialize_regularizer)
 from hybridtf.keras.layers.input_spec import InputSpec
@@ -33,13 +33,7 @@ class BatchNormalization(Layer):
                  beta_regularizer=None, gamma_regularizer=None, beta_constraint=None,
                  gamma_constraint=None, fused=None, **kwargs):
         super().__init__(**kwargs)
-        if isinstance(axis, (list, tuple)):
-            self.axis = [int(a) for a in axis]
-        elif isinstance(axis, int) and not isinstance(axis, bool):
-            self.axis = axis
-        else:
-            raise TypeError(f"BatchNormalization {self.name}: expected an int or a list/tuple "
-                            f"of ints for the argument 'axis', but received: {axis!r}")
+        self.axis = axis_argument(axis, f"BatchNormalization {self.name}")
         self.momentum = float(momentum)
         self.epsilon = float(epsilon)
         self.center = bool(center)
