@@ -43,23 +43,24 @@ from hybridtf.framework.tensor_spec import TensorSpec  # noqa: F401
 from hybridtf.framework.variables import (  # noqa: F401
     Variable, VariableAggregation, VariableSynchronization)
 
+from hybridtf.api.control_flow_ops import cond, while_loop  # noqa: F401
+from hybridtf.api.script_ops import py_function  # noqa: F401
+from hybridtf.api.tensor_array_ops import TensorArray  # noqa: F401
+from hybridtf import autograph  # noqa: F401
+from hybridtf.polymorphic_function import Function, function  # noqa: F401
+from hybridtf import config  # noqa: F401
+from hybridtf.module import Module  # noqa: F401
+from hybridtf import data  # noqa: F401
+from hybridtf import summary  # noqa: F401
+from hybridtf import keras, saved_model  # noqa: F401
+from hybridtf import image, io  # noqa: F401
+from hybridtf import train  # noqa: F401
+from hybridtf import distribute  # noqa: F401
+from hybridtf.framework import context as _context
+
 __version__ = "0.1.0"
 
 
 def executing_eagerly():
     """True when ops run immediately; False while a function is being traced."""
-    from hybridtf.graph import func_graph
-    return func_graph.current() is None
-from hybridtf import config  # noqa: F401,E402
-from hybridtf.api.control_flow_ops import cond, while_loop  # noqa: F401,E402
-from hybridtf.api.script_ops import py_function  # noqa: F401,E402
-from hybridtf.api.tensor_array_ops import TensorArray  # noqa: F401,E402
-from hybridtf.graph.function import Function, function  # noqa: F401,E402
-from hybridtf import autograph  # noqa: F401,E402
-from hybridtf.module import Module  # noqa: F401,E402
-from hybridtf import data  # noqa: F401,E402
-from hybridtf import summary  # noqa: F401,E402
-from hybridtf import keras, saved_model  # noqa: F401,E402
-from hybridtf import image, io  # noqa: F401,E402
-from hybridtf import train  # noqa: F401,E402
-from hybridtf import distribute  # noqa: F401,E402
+    return _context.current_graph() is None

@@ -5,6 +5,7 @@ import pytest
 import hybridtf as tf
 from hybridtf import compiler
 from hybridtf.compiler import plan as plan_lib
+from hybridtf.compiler.cpu import parts as cpu_parts
 from hybridtf.graph import interpreter
 
 
@@ -233,6 +234,40 @@ def test_equal_graphs_share_one_generated_module():
     assert c1._compiled.module.__file__ == c2._compiled.module.__file__
 
 
+def test_graphs_compile_for_the_backend_of_their_device():
+    f = tf.function(lambda x: x * 2.0)
+    x = tf.constant(_rand(3))
+    cf = f.get_concrete_function(x)
+    assert compiler.backend_for_device(cf.graph.device) == "cpu"
+    compiled = compiler.compile_graph(cf.graph, "cpu")
+    np.testing.assert_array_equal(compiled.run([x.numpy()], 0)[0], x.numpy() * 2.0)
+    with pytest.raises(ValueError, match=r"compile_graph: no compiler for backend 'tpu'.*'cpu'"):
+        compiler.compile_graph(cf.graph, "tpu")
+    with pytest.raises(ValueError, match=r"device '/device:TPU:0'.*'cpu'"):
+        compiler.backend_for_device("/device:TPU:0")
+
+
+def test_a_backend_renderer_changes_only_what_it_declares():
+    """A renderer subclass with its own decorator and options renders the same loop nest."""
+    from hybridtf.compiler.cpu.render import RENDERER
+    from hybridtf.compiler.render import LoopRenderer
+
+    class Other(LoopRenderer):
+        backend = RENDERER.backend
+        decorator = "@compiled_elsewhere{options}"
+        reduction_options = "(reassociate=True)"
+
+    f = tf.function(lambda x: tf.reduce_sum(tf.tanh(x * 2.0), axis=1))
+    group, = _groups(f.get_concrete_function(tf.constant(_rand(3, 4))))
+    cpu_kernel, other = RENDERER.render(group, {}), Other().render(group, {})
+    cpu_lines, other_lines = cpu_kernel.source.splitlines(), other.source.splitlines()
+    assert cpu_lines[0].startswith("@njit(") and other_lines[0] == \
+        "@compiled_elsewhere(reassociate=True)"
+    assert other_lines[1].startswith("def fused_") and other.name != cpu_kernel.name
+    assert other_lines[2:] == cpu_lines[2:]
+    assert [t is u for t, u in zip(other.args, cpu_kernel.args)] == [True] * len(other.args)
+
+
 def test_gradient_through_a_compiled_call():
     @tf.function
     def f(x):
@@ -349,10 +384,10 @@ def split_small_groups(monkeypatch):
     """Groups of 4 elements and more split over 3 threads, update variables in place and take
     in the products they alone read."""
     from ops import threads
-    monkeypatch.setattr(compiler, "PART_MIN_ELEMENTS", 4)
-    monkeypatch.setattr(compiler, "PART_ELEMENTS", 1)
-    monkeypatch.setattr(compiler, "PRODUCT_MIN_ELEMENTS", 4)
-    monkeypatch.setattr(compiler, "PRODUCT_BLOCK_ELEMENTS", 8)   # blocks of 1-2 rows
+    monkeypatch.setattr(cpu_parts, "PART_MIN_ELEMENTS", 4)
+    monkeypatch.setattr(cpu_parts, "PART_ELEMENTS", 1)
+    monkeypatch.setattr(cpu_parts, "PRODUCT_MIN_ELEMENTS", 4)
+    monkeypatch.setattr(cpu_parts, "PRODUCT_BLOCK_ELEMENTS", 8)   # blocks of 1-2 rows
     saved = threads.get_num_threads()
     threads.set_num_threads(3)
     yield

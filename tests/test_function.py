@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import hybridtf as tf
-from hybridtf.graph.function import RetracingWarning
+from hybridtf.polymorphic_function import RetracingWarning
 
 
 def _printed(capsys):

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import hybridtf as tf
 from hybridtf import keras
-from hybridtf.graph.function import Function
+from hybridtf.polymorphic_function import Function
 from hybridtf.keras.data_adapter import ArrayData
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, strategies as st
 
 import hybridtf as tf
-from hybridtf.compiler import render
-from hybridtf.graph import function as function_lib
-from hybridtf.graph.function import RetracingWarning
+from hybridtf.compiler.cpu.render import RENDERER
+from hybridtf import polymorphic_function as function_lib
+from hybridtf.polymorphic_function import RetracingWarning
 from hybridtf.registry import OPS
 from ops import codegen
 
@@ -187,8 +187,8 @@ def test_power_exponents_and_divisors_worth_a_literal():
 def test_literal_pays_rules(op, value, dtype, pays):
     node = type("Node", (), {"op": OPS[op]})()   # the rules are the op's CPU kernel's
     scalar = np.asarray(value, dtype)[()]
-    assert render.literal_pays(node, 1, scalar) is pays
-    assert render.literal_pays(node, 0, scalar) is False   # only the exponent / divisor
+    assert RENDERER.literal_pays(node, 1, scalar) is pays
+    assert RENDERER.literal_pays(node, 0, scalar) is False   # only the exponent / divisor
 
 
 # ---- bounds -------------------------------------------------------------------------------

@@ -4,12 +4,15 @@ import operator
 
 import numpy as np
 
-from hybridtf.eager.execute import as_tensor, execute, execute1
-from hybridtf.framework import devices, dtypes
+from hybridtf.eager.execute import as_tensor, execute, execute1, execute_binary
+from hybridtf.framework import context, devices, dtypes
 from hybridtf.framework.constant_op import convert_to_tensor, to_numpy
 from hybridtf.framework.tensor import Tensor
 from hybridtf.registry import Spec, checks
 from hybridtf.registry import array as AR
+from hybridtf.registry import elementwise as E
+from hybridtf.registry import reductions as R
+from hybridtf.registry import tensor_array
 
 newaxis = None
 
@@ -137,14 +140,14 @@ def _numeric_range_dtype(np_dtype):
 
 def _traced_range(start, limit, delta, dtype):
     """``tf.range`` with a bound known only when the traced function runs."""
-    from hybridtf.api.math_ops import cast
     bounds = [as_tensor(v) for v in (start, limit, delta)]
     if dtype is None:
         kinds = [b._np_dtype for b in bounds]
         target = np.result_type(*kinds)
     else:
         target = np.dtype(dtypes.as_dtype(dtype).as_numpy_dtype)
-    bounds = [cast(b, target) for b in bounds]
+    bounds = [b if b._np_dtype == target else execute1(AR.CAST, [b], {"dtype": target})
+              for b in bounds]
     return execute1(AR.RANGE, bounds, {"dtype": target})
 
 
@@ -171,8 +174,7 @@ def size(input, out_type=dtypes.int32, name=None):  # noqa: A002
     target = _index_dtype("size", out_type)
     if type(x) is Tensor or None not in x._shape_tuple:
         return Tensor(np.asarray(int(np.prod(x._shape_tuple)), dtype=target))
-    from hybridtf.api.math_ops import reduce_prod
-    return reduce_prod(shape(x, out_type))
+    return execute1(R.PROD, [shape(x, out_type)], {"axis": None, "keepdims": False})
 
 
 def rank(input, name=None):  # noqa: A002
@@ -198,8 +200,7 @@ def reshape(tensor, shape, name=None):
 
 
 def _recording():
-    from hybridtf.eager import tape
-    return bool(tape.STATE.active)
+    return bool(context.STATE.active)
 
 
 def transpose(a, perm=None, conjugate=False, name="transpose"):
@@ -397,7 +398,6 @@ def _batched_gather(params, indices, axis, batch_dims):
                         f"of indices (shape {checks.fmt_shape(ishape)}) known when tracing.")
     if pshape[:batch_dims] != ishape[:batch_dims]:
         checks.fail("gather", f"batch dimensions of params {pshape} and indices {ishape} differ.")
-    from hybridtf.api import math_ops
     batch = int(np.prod(pshape[:batch_dims]))
     n = pshape[axis]
     if type(indices) is Tensor:  # traced indices are checked by the gather node at run time
@@ -405,7 +405,7 @@ def _batched_gather(params, indices, axis, batch_dims):
     offsets = np.arange(batch, dtype=indices._np_dtype).reshape(
         pshape[:batch_dims] + [1] * (len(ishape) - batch_dims)) * n
     flat_params = reshape(params, [batch * n] + pshape[axis + 1:])
-    flat = execute1(AR.GATHER, [flat_params, math_ops.add(indices, Tensor(offsets))], {"axis": 0})
+    flat = execute1(AR.GATHER, [flat_params, execute_binary(E.ADD, indices, Tensor(offsets))], {"axis": 0})
     return reshape(flat, ishape + pshape[axis + 1:])
 
 
@@ -546,7 +546,6 @@ def unreduce(value, x, axes, keepdims):
 
 def tensor_array_write_grad(grad, buffer, index):
     """The gradients of a TensorArray write: (for the old buffer, for the written value)."""
-    from hybridtf.registry import tensor_array
     return execute(tensor_array.TENSOR_ARRAY_WRITE_GRAD,
                    [as_tensor(grad), as_tensor(buffer), as_tensor(index)], None)
 

@@ -4,14 +4,16 @@ whose branches / loop parts are nested graphs, so the decision is made each time
 import numpy as np
 
 from hybridtf.api import control_flow_util as util
+from hybridtf.api.array_ops import zeros_like
 from hybridtf.api.tensor_array_ops import TensorArray
 from hybridtf.eager import tape as tape_lib
+from hybridtf.eager.backprop import GradientTape
 from hybridtf.eager.execute import as_tensor, execute
 from hybridtf.framework import nest
 from hybridtf.framework.tensor import Tensor
 from hybridtf.graph import func_graph
 from hybridtf.graph.func_graph import FuncGraph, GraphTensor
-from hybridtf.graph.function import replay
+from hybridtf.graph.replay import replay
 from hybridtf.registry import Spec, checks
 from hybridtf.registry import control_flow as CF
 
@@ -110,8 +112,6 @@ def _merged_spec(a, b):
 
 def cond_gradient(record, grads):
     """The gradient of a cond node: a cond over the two branches' gradients."""
-    from hybridtf.api.array_ops import zeros_like
-    from hybridtf.eager.backprop import GradientTape
     pred, outer = record.inputs[0], list(record.inputs[1:])
     branches, maps = record.attrs["branches"], record.attrs["maps"]
     grads = [g if g is not None else zeros_like(y) for g, y in zip(grads, record.outputs)]
@@ -250,8 +250,6 @@ def _traced_while(cond, body, structure, flat, shape_invariants, maximum_iterati
 def while_gradient(record, grads):
     """The gradient of a while node: a node that replays the loop and runs the body's
     vector-Jacobian product backwards through the stored iteration states."""
-    from hybridtf.api.array_ops import zeros_like
-    from hybridtf.eager.backprop import GradientTape
     attrs = record.attrs
     n = attrs["n_state"]
     state_in, outer = list(record.inputs[:n]), list(record.inputs[n:])

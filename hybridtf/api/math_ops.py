@@ -4,6 +4,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from hybridtf.api.array_ops import ones_like, reshape, stop_gradient, transpose, zeros_like
 from hybridtf.eager.execute import (as_tensor, binary_operands, execute, execute1,
                                     execute_binary, execute_ternary, execute_unary)
 from hybridtf.framework import dtypes
@@ -50,7 +51,6 @@ truediv = divide
 
 def div_no_nan(x, y, name=None):
     """x / y, with 0 wherever y is 0."""
-    from hybridtf.api.array_ops import ones_like, zeros_like
     xt, yt = _true_divide_operands(x, y)
     is_zero = equal(yt, 0)
     quotient = divide(xt, where(is_zero, ones_like(yt), yt))
@@ -383,14 +383,12 @@ def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
     """log(sum(exp(x))) over ``axis``, computed stably."""
     x = as_tensor(input_tensor)
     _floating_input("reduce_logsumexp", x)
-    from hybridtf.api.array_ops import stop_gradient, zeros_like
     m = stop_gradient(reduce_max(x, axis=axis, keepdims=True))
     # Shift by the max only where it is finite (as TF): an all -inf row gives -inf, a row with
     # +inf gives +inf, and an empty reduction gives log(0) = -inf -- never inf - inf = NaN.
     m = where(less(abs(m), np.inf), m, zeros_like(m))
     out = add(log(reduce_sum(exp(subtract(x, m)), axis=axis, keepdims=True)), m)
     if not keepdims:
-        from hybridtf.api.array_ops import reshape
         kept = [d for i, d in enumerate(x.shape) if i not in _axes_of(axis, x.ndim)]
         out = reshape(out, kept)
     return out
@@ -411,8 +409,7 @@ def reduce_std(input_tensor, axis=None, keepdims=False, name=None):
 
 
 def _axes_of(axis, rank):
-    from hybridtf.registry.checks import axes
-    return axes("reduce", axis, rank)
+    return checks.axes("reduce", axis, rank)
 
 
 def argmax(input, axis=None, output_type=dtypes.int64, name=None):  # noqa: A002
@@ -464,7 +461,6 @@ def _axis_list(value):
 
 def tensordot(a, b, axes, name=None):
     """Sum over the given axes of a and b (an int n: last n of a with first n of b)."""
-    from hybridtf.api.array_ops import reshape, transpose
     at, bt = binary_operands("tensordot", a, b)
     checks.same_dtype("tensordot", [Spec(at._shape_tuple, at._np_dtype),
                                     Spec(bt._shape_tuple, bt._np_dtype)], names=("a", "b"))

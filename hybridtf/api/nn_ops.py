@@ -3,7 +3,7 @@ import operator
 
 import numpy as np
 
-from hybridtf.api import array_ops, math_ops
+from hybridtf.api import array_ops, math_ops, random_ops
 from hybridtf.eager.execute import as_tensor, binary_operands, execute, execute1
 from hybridtf.registry import Spec, checks
 from hybridtf.registry import nn as NN
@@ -271,7 +271,6 @@ def avg_pool2d_grad(orig_input_shape, grad, ksize, strides, padding):
 # ---- dropout ------------------------------------------------------------------------------------
 def dropout(x, rate, noise_shape=None, seed=None, name=None):
     """Zeroes elements with probability ``rate`` and scales the rest by 1 / (1 - rate)."""
-    from hybridtf.api import random_ops
     xt = as_tensor(x)
     if not xt.dtype.is_floating:
         raise ValueError(f"dropout: x must be a floating point tensor, got {xt.dtype.name}.")

@@ -10,6 +10,8 @@ import threading
 
 import numpy as np
 
+from hybridtf.api import math_ops
+from hybridtf.api.array_ops import _creation_dims
 from hybridtf.eager.execute import execute1
 from hybridtf.framework import dtypes
 from hybridtf.registry import checks
@@ -65,7 +67,6 @@ def seeded_stream(seed):
 
 
 def _shape(shape, op_name):
-    from hybridtf.api.array_ops import _creation_dims
     return tuple(_creation_dims(shape, op_name))
 
 
@@ -79,7 +80,6 @@ def _is_scalar(value):
 
 def _broadcast_affine(base, scale, shift, dtype):
     """base * scale + shift with tensor-valued (broadcasting) parameters, as TF computes it."""
-    from hybridtf.api import math_ops
     scale = math_ops.cast(scale, dtype)
     shift = math_ops.cast(shift, dtype)
     return math_ops.add(math_ops.multiply(base, scale), shift)
@@ -101,7 +101,6 @@ def uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None, name=
             "shape": shape, "dtype": dtype.as_numpy_dtype, "minval": low, "maxval": high,
             "seed": seed_value, "counter": counter})
     if not (_is_scalar(minval) and _is_scalar(1.0 if maxval is None else maxval)):
-        from hybridtf.api import math_ops
         base = execute1(RND.RANDOM_UNIFORM, [], {
             "shape": shape, "dtype": dtype.as_numpy_dtype, "scale": 1.0, "shift": 0.0,
             "seed": seed_value, "counter": counter})

@@ -8,8 +8,8 @@ except those of hybridtf itself, its dependencies and the standard library; a Ke
 ``call`` is converted when the layer is called inside such a trace (``convert_in_context``).
 """
 from hybridtf.autograph import operators  # noqa: F401
-from hybridtf.autograph.converter import ConversionError, convert  # noqa: F401
-from hybridtf.autograph.operators import convert_in_context  # noqa: F401
+from hybridtf.autograph.converter import ConversionError  # noqa: F401
+from hybridtf.autograph.operators import convert, convert_in_context  # noqa: F401
 from hybridtf.autograph.converter import to_code as _to_code
 
 

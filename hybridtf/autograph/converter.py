@@ -21,13 +21,13 @@ Before that, every call ``f(*args, **kwargs)`` in the function becomes
 too when they run while tracing (see ``operators.converted_call``).
 """
 import ast
+import functools
 import collections
 import copy
 import inspect
 import textwrap
 import types
 
-from hybridtf.autograph import operators
 
 AG = "ag__"
 
@@ -565,11 +565,12 @@ def to_code(fn):
     return ast.unparse(ast.fix_missing_locations(convert_to_ast(fn))) + "\n"
 
 
-def convert(fn):
-    """The converted function: same globals, defaults and closure (cells shared)."""
-    import functools
+def convert(fn, runtime):
+    """The converted function: same globals, defaults and closure (cells shared); its ``ag__``
+    is ``runtime``, the module of runtime operators the converted code calls (``operators``,
+    which passes itself: it converts the functions it calls, so this module cannot import it)."""
     if isinstance(fn, functools.partial):
-        return functools.partial(convert(fn.func), *fn.args, **fn.keywords)
+        return functools.partial(convert(fn.func, runtime), *fn.args, **fn.keywords)
     fn, instance = _unwrap(fn)
     if not isinstance(fn, types.FunctionType):
         raise ConversionError(f"{fn!r} is not a Python function.")
@@ -584,7 +585,7 @@ def convert(fn):
     inner = next(c for c in factory_code.co_consts
                  if isinstance(c, types.CodeType) and c.co_name == fdef.name)
     cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
-    closure = tuple(cells[n] if n in cells else types.CellType(operators)
+    closure = tuple(cells[n] if n in cells else types.CellType(runtime)
                     for n in inner.co_freevars)
     for n in inner.co_freevars:
         if n not in cells and n != AG:

@@ -21,7 +21,11 @@ import weakref
 
 import numpy as np
 
-from hybridtf.framework import nest
+from hybridtf.api import array_ops, control_flow_ops, math_ops
+from hybridtf.api.math_ops import logical_and, logical_not
+from hybridtf.autograph import converter
+from hybridtf.eager.execute import as_tensor
+from hybridtf.framework import dtypes, nest
 from hybridtf.framework.constant_op import constant
 from hybridtf.framework.tensor import Tensor
 from hybridtf.graph import func_graph
@@ -76,12 +80,6 @@ def is_undefined(value):
 
 
 # ---- helpers -------------------------------------------------------------------------------------
-def _cf():
-    # Looked up at call time, so the current control-flow primitives are always used.
-    from hybridtf.api import control_flow_ops
-    return control_flow_ops
-
-
 def is_symbolic(value):
     return isinstance(value, GraphTensor)
 
@@ -93,7 +91,6 @@ def _is_tensor(value):
 def not_(value):
     """``not value``; a logical_not for symbolic tensors."""
     if is_symbolic(value):
-        from hybridtf.api.math_ops import logical_not
         return logical_not(value)
     return not value
 
@@ -106,7 +103,6 @@ def and_(a, b):
             return left
         return b()
     right = b()
-    from hybridtf.api.math_ops import logical_and
     if not is_symbolic(right):
         return left if right else logical_and(left, False)
     return logical_and(left, right)
@@ -202,7 +198,7 @@ def _graph_if(cond, body, orelse, init, names, body_assigns, orelse_assigns):
             return picked
         return branch
 
-    cf = _cf()
+    cf = control_flow_ops
     try:
         result = cf.cond(cond, wrap(body, "if"), wrap(orelse, "else"))
     except Exception as err:  # noqa: BLE001 - re-raised with the variables' names
@@ -257,14 +253,12 @@ def _in_loop(fn):
 def _trace_scratch(fn):
     """What ``fn`` returns when traced in a scratch graph that is then dropped: the structure,
     dtypes and shapes of a value before the graph that computes it exists."""
-    from hybridtf.graph import func_graph
-    _, result = _cf()._trace_branch(func_graph.current(), fn, "discovery")
+    _, result = control_flow_ops._trace_branch(func_graph.current(), fn, "discovery")
     return result
 
 
 def _zeros_like_spec(value):
     """Zeros with the structure, dtypes and static shapes of ``value`` (from ``_trace_scratch``)."""
-    from hybridtf.api import array_ops
 
     def zeros(leaf):
         if _is_tensor(leaf):
@@ -281,15 +275,12 @@ def _zeros_like_spec(value):
             return leaf
         raise ValueError(f"A `return` inside a loop on a tensor returns {leaf!r}; only tensors "
                          "and numbers (or nests of them) can leave a tf.while_loop.")
-    from hybridtf.framework import nest
     return nest.map_structure(zeros, value)
 
 
 def _symbolic_like(value):
     """A placeholder of the graph being built, standing for a loop value as the loop body sees
     it (numbers become tensors); other values are returned as they are."""
-    from hybridtf.eager.execute import as_tensor
-    from hybridtf.graph import func_graph
     if isinstance(value, Undefined) or not (
             _is_tensor(value) or isinstance(value, (bool, int, float, np.generic, np.ndarray))):
         return value
@@ -337,7 +328,7 @@ def _graph_while(test, body, state, names, exposed):
     state = _with_return_placeholder(state, names, lambda s: _tuple(body(*s), n))
     _check_loop_vars(state, names, exposed)
     try:
-        return tuple(_cf().while_loop(lambda *v: test(*v),
+        return tuple(control_flow_ops.while_loop(lambda *v: test(*v),
                                       lambda *v: tuple(_tuple(body(*v), n)), tuple(state)))
     except Exception as err:  # noqa: BLE001 - re-raised with the variables' names
         raise _loop_error(err, names)
@@ -355,10 +346,8 @@ class _Range:
 def iter_call(fn, *args, **kwargs):
     """The iterable of ``for x in fn(*args, **kwargs)``; a symbolic ``tf.range`` / ``range``
     becomes a lazy range (it cannot be computed while tracing)."""
-    from hybridtf.api import array_ops
     if (fn is array_ops.range or fn is builtins.range) and \
             any(is_symbolic(a) for a in list(args) + list(kwargs.values())):
-        from hybridtf.framework import dtypes
         params = list(args)
         for key in ("start", "limit", "delta"):
             if key in kwargs:
@@ -466,14 +455,12 @@ def _guarded_iteration(keep_going, body, item, state, n, names):
     def skip():
         return state
     try:
-        return tuple(_cf().cond(keep_going, run, skip))
+        return tuple(control_flow_ops.cond(keep_going, run, skip))
     except Exception as err:  # noqa: BLE001 - re-raised with the variables' names
         raise _loop_error(err, names)
 
 
 def _graph_for(iterable, extra_test, body, state, names, exposed, iterate=None):
-    from hybridtf.api import array_ops, math_ops
-    from hybridtf.framework.constant_op import constant
     n = len(names)
     if isinstance(iterable, _Range):
         dtype = iterable.dtype
@@ -546,7 +533,7 @@ def _graph_for(iterable, extra_test, body, state, names, exposed, iterate=None):
         return (advance(i),) + tuple(new)
 
     try:
-        final = _cf().while_loop(loop_test, loop_body, (first,) + tuple(state))
+        final = control_flow_ops.while_loop(loop_test, loop_body, (first,) + tuple(state))
     except Exception as err:  # noqa: BLE001 - re-raised with the variables' names
         raise _loop_error(err, names)
     return tuple(final[1:])
@@ -571,12 +558,16 @@ def _is_user_function(fn):
     return not code.co_filename.startswith("<autograph")
 
 
+def convert(fn):
+    """``fn`` converted by AutoGraph, calling the operators of this module (its ``ag__``)."""
+    return converter.convert(fn, sys.modules[__name__])
+
+
 def _converted_function(fn):
     found = _CONVERTED.get(fn)
     if found is None:
-        from hybridtf.autograph import converter
         try:
-            found = converter.convert(fn)
+            found = convert(fn)
         except converter.ConversionError:
             found = fn          # no source (e.g. defined in a console): run it as it is
         except Exception as err:  # noqa: BLE001 - conversion is never fatal
@@ -620,7 +611,6 @@ def status(enabled):
 def convert_in_context(fn):
     """``fn`` converted when a function with autograph on is being traced (how a Keras layer
     runs its ``call``), else ``fn`` itself."""
-    from hybridtf.graph import func_graph
     if _STATUS.enabled and func_graph.tracing_graphs():
         return maybe_convert(fn)
     return fn
@@ -629,7 +619,6 @@ def convert_in_context(fn):
 def converted_call(fn, args, kwargs):
     """A call in converted code: while a function is being traced, the user functions it calls
     are converted too (TF's recursive conversion); otherwise ``fn(*args, **kwargs)``."""
-    from hybridtf.graph import func_graph
     if func_graph.tracing_graphs():
         fn = maybe_convert(fn)
     return fn(*args, **kwargs)

@@ -70,3 +70,27 @@ def uniform_value(array):
     if not any(array.strides):
         return first   # a zero-strided view of one value
     return first if bool(np.all(array == first)) else None
+
+
+def small_constants(graph):
+    """id(placeholder) -> the one value (a NumPy scalar), for the numeric captures of ``graph``
+    that have one element: fused kernels take them as scalars (see ``render.literal_pays``)."""
+    constants = {}
+    for tensor, placeholder in graph.captures:
+        value = np.asarray(tensor._value)
+        if value.size == 1 and value.dtype.kind in "biuf":
+            constants[id(placeholder)] = value.reshape(-1)[0]
+    return constants
+
+
+def single_values(graph, folded):
+    """id(tensor) -> the one value of every single-valued constant: the small captures and the
+    uniform folded values.  Fused kernels take them as arguments (a few as literals:
+    ``render.literal_pays``), so a retrace for another Python number reuses the compiled
+    module."""
+    constants = small_constants(graph)
+    for key, value in folded.items():
+        one = uniform_value(value)
+        if one is not None:
+            constants[key] = one
+    return constants

@@ -19,7 +19,7 @@ from hybridtf.framework.errors import InvalidArgumentError
 from hybridtf.framework.tensor_spec import TensorSpec
 from hybridtf.graph import func_graph
 from hybridtf.graph.func_graph import FuncGraph, GraphTensor
-from hybridtf.graph.function import Function
+from hybridtf.polymorphic_function import Function
 
 AUTOTUNE = prefetching.AUTOTUNE
 INFINITE_CARDINALITY = INFINITE

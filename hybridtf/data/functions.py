@@ -19,7 +19,7 @@ from hybridtf.framework.tensor_spec import TensorSpec
 from hybridtf.eager import tape as tape_lib
 from hybridtf.graph import func_graph
 from hybridtf.graph.func_graph import FuncGraph
-from hybridtf.graph.function import Function
+from hybridtf.polymorphic_function import Function
 
 
 def call_with_element(fn, element):

@@ -39,6 +39,7 @@ except ImportError:   # the `distributed` extra is not installed: one process, o
 DEFAULT_TIMEOUT_SECONDS = 300.0
 TIMEOUT_VARIABLE = "HYBRIDTF_COLLECTIVE_TIMEOUT"
 INSTALL_HINT = 'pip install "hybridtf[distributed]"  (mpi4py and an MPI library: mpich)'
+ABORT_OUTPUT_GRACE_SECONDS = 1.0   # see Communicator.abort
 
 # Variables MPI launchers (mpiexec of MPICH, Intel MPI, Open MPI, MVAPICH) set to the job's size.
 _LAUNCHER_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE")
@@ -323,6 +324,9 @@ class Communicator:
         sys.stderr.write(f"\nhybridtf.distribute: rank {self.rank} of {self.size}: "
                          f"{message}\n")
         sys.stderr.flush()
+        # mpiexec relays output through pipes and stops relaying once the job is aborted: the
+        # pause lets it pass on the message (and a traceback written just before) first.
+        time.sleep(ABORT_OUTPUT_GRACE_SECONDS)
         self._comm.Abort(1)
 
     def _abort_if_broken(self):

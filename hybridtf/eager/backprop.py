@@ -12,6 +12,8 @@ from hybridtf.eager.execute import as_tensor, execute1
 from hybridtf.framework import nest
 from hybridtf.framework.tensor import Tensor, is_tensor
 from hybridtf.registry import array as AR
+from hybridtf.registry.public_ops import array_ops as A
+from hybridtf.registry.public_ops import math_ops as M
 
 
 class UnconnectedGradients(enum.Enum):
@@ -30,21 +32,18 @@ def _unconnected_mode(value):
 
 
 def _sum(grads):
-    from hybridtf.api import math_ops
     total = grads[0]
     for g in grads[1:]:
-        total = math_ops.add(total, g)
+        total = M.add(total, g)
     return total
 
 
 def _zeros_like(value):
-    from hybridtf.api import array_ops
-    return array_ops.zeros_like(value.value() if getattr(value, "_is_variable", False) else value)
+    return A.zeros_like(value.value() if getattr(value, "_is_variable", False) else value)
 
 
 def compute_gradients(tape, targets, sources, output_gradients, unconnected):
     """Reverse-mode accumulation over ``tape``'s records from ``targets`` to ``sources``."""
-    from hybridtf.api import array_ops
     source_ids = {id(s) for s in sources}
     reachable = set(source_ids)
     relevant = []
@@ -57,7 +56,7 @@ def compute_gradients(tape, targets, sources, output_gradients, unconnected):
         if id(target) not in reachable or not tape_lib.differentiable(target):
             continue
         if seed is None:
-            seed = array_ops.ones_like(target)
+            seed = A.ones_like(target)
         pending.setdefault(id(target), []).append(seed)
     for record in reversed(relevant):
         out_grads = []
@@ -223,7 +222,6 @@ class GradientTape:
         if output_gradients is None:
             seeds = [None] * len(flat_targets)
         else:
-            from hybridtf.eager.execute import as_tensor
             seeds = [None if g is None else as_tensor(g) for g in nest.flatten(output_gradients)]
             if len(seeds) != len(flat_targets):
                 raise ValueError(f"gradient: got {len(seeds)} output_gradients for "
@@ -296,19 +294,18 @@ def _vector_jacobian_rows(tape, target, sources, mode, seeds):
 
 
 def _assemble(rows, target_shape, source, batch):
-    from hybridtf.api import array_ops
     source_shape = tuple(source.shape)
     if not rows or any(g is None for g in rows):
         if rows and all(g is None for g in rows):
             return None
         rows = [g if g is not None else _zeros_like(source) for g in rows]
     if not rows:
-        return array_ops.zeros(target_shape + (source_shape[1:] if batch else source_shape),
+        return A.zeros(target_shape + (source_shape[1:] if batch else source_shape),
                                dtype=source.dtype)
-    stacked = array_ops.stack(rows, axis=1 if batch else 0)
+    stacked = A.stack(rows, axis=1 if batch else 0)
     if batch:
-        return array_ops.reshape(stacked, target_shape + source_shape[1:])
-    return array_ops.reshape(stacked, target_shape + source_shape)
+        return A.reshape(stacked, target_shape + source_shape[1:])
+    return A.reshape(stacked, target_shape + source_shape)
 
 
 # ---- custom gradients ---------------------------------------------------------------------------
@@ -322,7 +319,6 @@ def custom_gradient(f=None):
 
     @functools.wraps(f)
     def decorated(*args, **kwargs):
-        from hybridtf.eager.execute import as_tensor
         args = nest.map_structure(
             lambda a: as_tensor(a) if is_tensor(a) or isinstance(a, (int, float, np.ndarray,
                                                                      np.generic)) else a,

@@ -3,10 +3,9 @@ inputs, wrap, record."""
 import numpy as np
 
 from hybridtf.eager import tape as tape_lib
-from hybridtf.framework import devices, fp_errors
+from hybridtf.framework import context, devices, fp_errors
 from hybridtf.framework.constant_op import convert_to_tensor, python_scalar_array, to_numpy
 from hybridtf.framework.tensor import Tensor
-from hybridtf.graph import func_graph
 from hybridtf.registry import Spec
 
 _TAPES = tape_lib.STATE  # per-thread: .active is the list of recording tapes
@@ -32,7 +31,7 @@ def execute(op, inputs, attrs):
         if type(t._value) not in _CPU_TYPES:
             on_cpu = False
     if op.stateful:
-        graph = func_graph.current()
+        graph = context.current_graph()
         if graph is not None:
             return add_node(graph, op, inputs, attrs)
     if on_cpu:   # the common case, checked per input above at the cost of a set lookup
@@ -59,7 +58,7 @@ def execute(op, inputs, attrs):
 def _graph_for(symbolic):
     """The graph an op on ``symbolic`` goes to: the one being traced (a branch or loop body may
     use tensors of the graphs around it), else the tensor's own."""
-    current = func_graph.current()
+    current = context.current_graph()
     return current if current is not None else symbolic.graph
 
 

@@ -7,20 +7,11 @@ gradient; its floating-point outputs then become tracked.  Integer and bool resu
 tracked, so gradients through them are None, as in TF.
 """
 
-import threading
+from hybridtf.framework import context
 
-
-class _ThreadState(threading.local):
-    """Per-thread tape state: like TF's, a tape records only the ops of its own thread."""
-
-    def __init__(self):
-        # The tapes currently recording, innermost last.  Checked on every op.
-        self.active = []
-        # Collectors of the variables read while they are open (custom_gradient needs them).
-        self.variable_watchers = []
-
-
-STATE = _ThreadState()
+# The thread's execution context: ``STATE.active`` are its recording tapes, innermost last
+# (like TF's, a tape records only the ops of its own thread).
+STATE = context.STATE
 
 
 class Record:
@@ -96,11 +87,7 @@ def record(op, inputs, outputs, attrs, grad_fn):
         tape.record(op, inputs, outputs, attrs, grad_fn)
 
 
-def record_variable_read(variable, read):
-    for tape in STATE.active:
-        tape.record_variable_read(variable, read)
-    for watcher in STATE.variable_watchers:
-        watcher.setdefault(id(variable), variable)
+record_variable_read = context.record_variable_read
 
 
 class watch_variable_reads:

@@ -4,11 +4,9 @@ import threading
 
 import numpy as np
 
-from hybridtf.eager import tape as tape_lib
-from hybridtf.framework import devices, dtypes, name_scope
+from hybridtf.framework import context, devices, dtypes, name_scope
 from hybridtf.framework.constant_op import to_numpy
 from hybridtf.framework.tensor import Reference, Tensor, format_value, is_tensor
-from hybridtf.graph import func_graph
 from hybridtf.framework.tensor_shape import TensorShape
 
 _IDS = itertools.count(1)
@@ -56,12 +54,12 @@ class Variable:
             raise ValueError("initial_value must be specified.")
         if callable(initial_value):
             initial_value = initial_value()
-        graph = func_graph.current()
+        graph = context.current_graph()
         if graph is not None:
             graph.created_variables.append(self)
             if getattr(initial_value, "_is_variable", False):
                 initial_value = initial_value.value()
-            if isinstance(initial_value, func_graph.GraphTensor):
+            if isinstance(initial_value, Tensor) and initial_value._value is None:  # symbolic
                 initial_value = Tensor(np.asarray(graph.evaluate(initial_value)))
         if isinstance(initial_value, Tensor) or getattr(initial_value, "_is_variable", False):
             value = np.asarray(initial_value)
@@ -160,15 +158,16 @@ class Variable:
 
         Inside a traced function the value is symbolic and read by reference each call.
         """
-        tracing = func_graph.tracing_graphs()
+        tracing = context.STATE.graphs
         if tracing:
             read = tracing[-1].read_variable(self)
         else:   # _read(), inlined: the common eager read
             read = self._snapshot
             if read is None:
                 read = self._hand_out()
-        if tape_lib.STATE.active or tape_lib.STATE.variable_watchers:
-            tape_lib.record_variable_read(self, read)
+        state = context.STATE
+        if state.active or state.variable_watchers:
+            context.record_variable_read(self, read)
         return read
 
     read_value = value
@@ -195,8 +194,12 @@ class Variable:
         return np.asarray(array)
 
     def _assign_traced(self, graph, value, op_name):
-        from hybridtf.eager.execute import as_tensor
-        tensor = as_tensor(value) if is_tensor(value) else Tensor(self._converted(value, op_name))
+        if getattr(value, "_is_variable", False):
+            tensor = value.value()
+        elif is_tensor(value):
+            tensor = value
+        else:
+            tensor = Tensor(self._converted(value, op_name))
         if tensor.dtype != self.dtype:
             raise TypeError(f"{op_name}: cannot assign a value of dtype {tensor.dtype.name} to "
                             f"variable {self._name} of dtype {self.dtype.name}; use tf.cast first.")
@@ -208,7 +211,7 @@ class Variable:
 
     def assign(self, value, use_locking=None, name=None, read_value=True):
         """Sets the variable's value; returns the variable."""
-        graph = func_graph.current()
+        graph = context.current_graph()
         if graph is not None:
             return self._assign_traced(graph, value, "assign") if read_value else None
         array = self._converted(value, "assign")
@@ -229,15 +232,15 @@ class Variable:
         return self if read_value else None
 
     def _update(self, delta, op_name, combine):
-        graph = func_graph.current()
+        graph = context.current_graph()
         if graph is None:
             delta = self._converted(delta, op_name)   # before locking: it may read variables
             with self._lock:
                 self._set(combine(self._value, delta))
             return
-        from hybridtf.api import math_ops
-        traced = math_ops.add if combine is np.add else math_ops.subtract
-        self._assign_traced(graph, traced(self.value(), delta), op_name)
+        # Tensor's arithmetic operators (attached by the api layer) add the op to the graph.
+        value = self.value()
+        self._assign_traced(graph, value + delta if combine is np.add else value - delta, op_name)
 
     # ---- properties ------------------------------------------------------------------------
     name = property(lambda self: self._name)

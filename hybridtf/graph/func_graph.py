@@ -7,13 +7,13 @@ in program order, which is the order stateful ops (assignments, prints, random d
 callbacks) run in.
 """
 import itertools
-import threading
 
 import numpy as np
 
-from hybridtf.framework import devices, dtypes
+from hybridtf.framework import context, devices, dtypes
 from hybridtf.framework.tensor import Tensor
 from hybridtf.framework.tensor_shape import TensorShape
+from hybridtf.graph import interpreter
 
 
 class GraphTensor(Tensor):
@@ -165,6 +165,12 @@ class FuncGraph:
         self.example_inputs = None   # the arrays of the call being traced, when there is one
         self._names = itertools.count()
 
+    @property
+    def device(self):
+        """The device the graph runs on (its tensors'): the CPU, where graphs are compiled and
+        run."""
+        return devices.CPU.device_name
+
     # ---- building -------------------------------------------------------------------------
     def _tensor(self, node, index, shape, dtype, label):
         return GraphTensor(self, node, index, shape, dtype, f"{label}:{next(self._names)}")
@@ -220,12 +226,17 @@ class FuncGraph:
 
     def evaluate(self, tensor):
         """The value ``tensor`` has for the call being traced (to initialise a variable)."""
-        from hybridtf.graph import interpreter
         if self.example_inputs is None:
             raise ValueError("A variable created inside a traced function needs a value that "
                              "depends on its inputs, but the function is being traced from "
                              "TensorSpecs only; call it with real values first.")
         return interpreter.evaluate(self, [tensor], self.example_inputs)[0]
+
+    def run_subgraph(self, outer_arrays, input_arrays=(), call_index=0):
+        """Runs this branch or loop body with the graph interpreter on the values of the
+        enclosing graph it uses; returns its outputs (ending with the new values of the variables
+        it assigns).  Control-flow kernels run their subgraphs through this method."""
+        return interpreter.run_subgraph(self, outer_arrays, input_arrays, call_index)
 
     def updated_variables(self):
         """(variable, final GraphTensor) for every variable assigned in the graph."""
@@ -296,24 +307,10 @@ class FuncGraph:
         return "\n".join(lines)
 
 
-# ---- the graph being traced, per thread ----------------------------------------------------------
-class _TraceState(threading.local):
-    def __init__(self):
-        self.graphs = []
-
-
-_STATE = _TraceState()
-
-
-def tracing_graphs():
-    """The graphs being traced in this thread, innermost last (empty when executing eagerly)."""
-    return _STATE.graphs
-
-
-def current():
-    """The graph being traced in this thread, or None when executing eagerly."""
-    graphs = _STATE.graphs
-    return graphs[-1] if graphs else None
+# ---- the graph being traced, per thread (kept in the thread's execution context) ----------------
+_STATE = context.STATE
+tracing_graphs = context.tracing_graphs
+current = context.current_graph
 
 
 class building:

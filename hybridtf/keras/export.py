@@ -13,7 +13,7 @@ and the ``serving_default`` signature ``tf.saved_model.save(model, path)`` gives
 from hybridtf.framework import nest
 from hybridtf.framework.tensor_shape import TensorShape
 from hybridtf.framework.tensor_spec import TensorSpec
-from hybridtf.graph.function import Function, function
+from hybridtf.polymorphic_function import Function, function
 from hybridtf.module import Module
 from hybridtf.saved_model.save import save as save_saved_model
 

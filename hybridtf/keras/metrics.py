@@ -15,7 +15,7 @@ from hybridtf.framework.name_scope import name_scope as _name_scope
 from hybridtf.framework.tensor_shape import TensorShape
 from hybridtf.framework.variables import Variable, VariableAggregation, VariableSynchronization
 from hybridtf.keras import losses as _losses
-from hybridtf.keras import function_wrappers, serialization
+from hybridtf.keras import function_wrappers, initializers, serialization
 from hybridtf.keras.losses import (  # noqa: F401  (metric functions TF exposes here too)
     KLD, MAE, MAPE, MSE, MSLE, binary_crossentropy, categorical_crossentropy,
     categorical_hinge, hinge, huber, kld, kl_divergence, kullback_leibler_divergence, log_cosh,
@@ -225,7 +225,6 @@ def _initial_value(initializer, shape, dtype):
             return np.zeros(shape, np_dtype)
         if key == "ones":
             return np.ones(shape, np_dtype)
-        from hybridtf.keras import initializers
         getter = getattr(initializers, "get", None)
         if getter is None:
             raise ValueError(f"Unknown initializer {initializer!r} for a metric variable; use "

@@ -30,6 +30,8 @@ from hybridtf.distribute import distribute_lib
 from hybridtf.framework import atomic_files, nest
 from hybridtf.keras import (h5_format, legacy_h5_format, model_configs, object_registration,
                             saving)
+from hybridtf.keras import layers as layers_module
+from hybridtf.keras.layers.keras_tensor import KerasTensor
 from hybridtf.saved_model import array_file
 
 _FORMAT = "hybridtf.keras.model"
@@ -125,23 +127,20 @@ def _is_functional(model):
 
 # ---- the functional graph ---------------------------------------------------------------------
 def _serialize_layer(layer):
-    from hybridtf.keras import layers
     if _is_functional(layer):
         return {"class_name": _FUNCTIONAL, "config": functional_config(layer)}
-    return layers.serialize(layer)
+    return layers_module.serialize(layer)
 
 
 def _deserialize_layer(config, custom_objects):
-    from hybridtf.keras import layers
     if config.get("class_name") == _FUNCTIONAL:
         return functional_from_config(config["config"], custom_objects)
-    return layers.deserialize(config, custom_objects=custom_objects)
+    return layers_module.deserialize(config, custom_objects=custom_objects)
 
 
 def functional_config(model):
     """A JSON description of a functional model: its input layers, its other layers (each
     once, however often it is called), and each call with the outputs it takes."""
-    from hybridtf.keras.layers.keras_tensor import KerasTensor
     refs = {id(t): ["input", i] for i, t in enumerate(model.inputs)}
     layer_configs, layer_index, calls = [], {}, []
 

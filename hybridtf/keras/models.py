@@ -18,6 +18,7 @@ from hybridtf.framework import deferred_restoration, dtypes, nest
 from hybridtf.framework.tensor_shape import TensorShape
 from hybridtf.graph import func_graph
 from hybridtf.keras import functional, object_registration
+from hybridtf.keras import layers as layers_module
 from hybridtf.keras import export as model_export
 from hybridtf.keras.layers.base_layer import Layer, _call_spec
 from hybridtf.keras.layers.input_layer import InputLayer
@@ -438,13 +439,11 @@ class Sequential(Model):
         return shape
 
     def get_config(self):
-        from hybridtf.keras import layers as layers_module
         return {"name": self.name,
                 "layers": [layers_module.serialize(layer) for layer in self._self_tracked_layers]}
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
-        from hybridtf.keras import layers as layers_module
         model = cls(name=config.get("name"))
         for layer_config in config["layers"]:
             model.add(layers_module.deserialize(layer_config, custom_objects=custom_objects))

@@ -27,7 +27,7 @@ from hybridtf.eager import tape as tape_lib
 from hybridtf.eager.backprop import GradientTape
 from hybridtf.framework import dtypes, nest
 from hybridtf.graph import func_graph
-from hybridtf.graph.function import function
+from hybridtf.polymorphic_function import function
 from hybridtf.keras import callbacks as callbacks_lib
 from hybridtf.keras import compile_utils
 from hybridtf.keras import distributed_training as distributed

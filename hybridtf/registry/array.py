@@ -7,9 +7,9 @@ import numpy as np
 from ops import array as kernels
 from ops import reduce as reduce_kernels
 
-from hybridtf.api import array_ops as A
-from hybridtf.api import math_ops as M
-from hybridtf.api import segment_ops as S
+from hybridtf.registry.public_ops import array_ops as A
+from hybridtf.registry.public_ops import math_ops as M
+from hybridtf.registry.public_ops import segment_ops as S
 from hybridtf.framework.errors import UnimplementedError
 from hybridtf.registry import Kernel, OpDef, Spec, checks, register, sizes
 from hybridtf.registry.elementwise import unbroadcast

@@ -6,7 +6,7 @@ raise ``InvalidArgumentError`` there (from the compiled function as from eager c
 """
 import numpy as np
 
-from hybridtf.api import check_ops as CO
+from hybridtf.registry.public_ops import check_ops as CO
 from hybridtf.framework.errors import InvalidArgumentError
 from hybridtf.registry import OpDef, Spec, checks, register
 from hybridtf.registry.python_ops import TensorSlot

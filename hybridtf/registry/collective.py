@@ -9,9 +9,9 @@ errors (e.g. "MultiWorkerMirroredStrategy gradient all-reduce").
 ``collective_all_reduce`` and ``collective_broadcast`` take any number of tensors and send them
 together, packed into one buffer per dtype (see the communicator).
 """
-from hybridtf.api import array_ops as A
-from hybridtf.api import collective_ops as C
-from hybridtf.api import math_ops as M
+from hybridtf.registry.public_ops import array_ops as A
+from hybridtf.registry.public_ops import collective_ops as C
+from hybridtf.registry.public_ops import math_ops as M
 from hybridtf.registry import OpDef, Spec, checks, register
 
 REDUCTIONS = ("sum", "mean", "min", "max", "prod")

@@ -8,15 +8,15 @@ program order and is never pruned.
 """
 import numpy as np
 
-from hybridtf.graph import interpreter
 from hybridtf.registry import OpDef, Spec, checks, register
+from hybridtf.registry.public_ops import control_flow_ops as CFO
 
 
 def _cond_eager(arrays, attrs):
     branch = 0 if bool(np.asarray(arrays[0])) else 1
     outer = [arrays[1 + i] for i in attrs["maps"][branch]]
-    return tuple(interpreter.run_subgraph(attrs["branches"][branch], outer,
-                                          call_index=attrs.get("call_index", 0)))
+    return tuple(attrs["branches"][branch].run_subgraph(outer,
+                                                        call_index=attrs.get("call_index", 0)))
 
 
 def _cond_infer(specs, attrs):
@@ -24,8 +24,7 @@ def _cond_infer(specs, attrs):
 
 
 def _cond_grad(record, grads):
-    from hybridtf.api import control_flow_ops
-    return control_flow_ops.cond_gradient(record, grads)
+    return CFO.cond_gradient(record, grads)
 
 
 # Control flow runs its subgraphs' nodes, each quiet on its own (see registry.opdef): a
@@ -50,12 +49,12 @@ def run_loop(attrs, state, outer, record_states=None):
     call_index = attrs.get("call_index", 0)
     iterations = 0
     while limit is None or iterations < limit:
-        keep_going, = interpreter.run_subgraph(cond_graph, cond_outer, state, call_index)
+        keep_going, = cond_graph.run_subgraph(cond_outer, state, call_index)
         if not bool(np.asarray(keep_going)):
             break
         if record_states is not None:
             record_states.append(state)
-        new_state = interpreter.run_subgraph(body_graph, body_outer, state, call_index)
+        new_state = body_graph.run_subgraph(body_outer, state, call_index)
         for i, (old, new) in enumerate(zip(state, new_state)):
             old, new = np.asarray(old), np.asarray(new)
             if old.dtype != new.dtype or old.ndim != new.ndim:
@@ -76,8 +75,7 @@ def _while_infer(specs, attrs):
 
 
 def _while_grad(record, grads):
-    from hybridtf.api import control_flow_ops
-    return control_flow_ops.while_gradient(record, grads)
+    return CFO.while_gradient(record, grads)
 
 
 def _while(name, stateful):
@@ -104,7 +102,7 @@ def _while_grad_eager(arrays, attrs):
                    for i in attrs["body_map"]]
     vjp = attrs["body_vjp"]
     for past in reversed(states):
-        result = interpreter.run_subgraph(vjp, (), list(past) + body_outer + grads)
+        result = vjp.run_subgraph((), list(past) + body_outer + grads)
         grads = list(result[:n])
         outer_grads = [a + b for a, b in zip(outer_grads, result[n:])]
     full_outer = [np.zeros(np.shape(o), np.asarray(o).dtype) for o in outer]

@@ -13,7 +13,6 @@ order on every call.
 import numpy as np
 
 from hybridtf.framework.errors import OutOfRangeError
-from hybridtf.graph import interpreter
 from hybridtf.registry import OpDef, Spec, register
 
 # Iteration k of call c runs the body with call index (c << ITERATION_BITS) + k, so the random
@@ -23,13 +22,12 @@ ITERATION_BITS = 24
 
 def _runner(attrs, part):
     """``run(outer, inputs, call_index)`` of a loop part: the compiled runner the loop was built
-    with (``attrs["run_" + part]``), else the graph interpreter."""
+    with (``attrs["run_" + part]``), else the part's graph, interpreted."""
     run = attrs.get("run_" + part)
     if run is not None:
         return run
     graph = attrs[part]
-    return lambda outer, inputs, call_index: interpreter.run_subgraph(graph, outer, inputs,
-                                                                      call_index)
+    return graph.run_subgraph
 
 
 def _loop_eager(arrays, attrs):

@@ -11,9 +11,9 @@ import numpy as np
 
 from ops import decompositions as kernels
 
-from hybridtf.api import array_ops as A
-from hybridtf.api import linalg_ops as LA
-from hybridtf.api import math_ops as M
+from hybridtf.registry.public_ops import array_ops as A
+from hybridtf.registry.public_ops import linalg_ops as LA
+from hybridtf.registry.public_ops import math_ops as M
 from hybridtf.framework.errors import InvalidArgumentError, ResourceExhaustedError
 from hybridtf.registry import OpDef, Spec, checks, register
 from hybridtf.registry.elementwise import unbroadcast

@@ -9,9 +9,9 @@ import numpy as np
 
 from ops import diagonals as kernels
 
-from hybridtf.api import array_ops as A
-from hybridtf.api import linalg_ops as LA
-from hybridtf.eager.execute import execute1
+from hybridtf.registry.public_ops import array_ops as A
+from hybridtf.registry.public_ops import execute as EX
+from hybridtf.registry.public_ops import linalg_ops as LA
 from hybridtf.registry import OpDef, Spec, checks, register
 
 ALIGNMENTS = ("RIGHT_LEFT", "LEFT_RIGHT", "LEFT_LEFT", "RIGHT_RIGHT")
@@ -189,7 +189,7 @@ def _diag_grad(record, grads):
     g = grads[0]
     length = record.inputs[0]._shape_tuple[-1]
     zero = A.zeros([], g.dtype)
-    return execute1(DIAG_PART, [g, zero], {"k": a["k"], "align": a["align"],
+    return EX.execute1(DIAG_PART, [g, zero], {"k": a["k"], "align": a["align"],
                                            "length": length}), None
 
 
@@ -237,7 +237,7 @@ def _diag_part_grad(record, grads):
     if a["length"] is not None:   # diagonals outside the matrix: only their part inside
         rows, cols = x._shape_tuple[-2:]
         return LA.diag(g, k=a["k"], num_rows=rows, num_cols=cols, align=a["align"]), None
-    return execute1(SET_DIAG, [A.zeros_like(x), g], {"k": a["k"], "align": a["align"]}), None
+    return EX.execute1(SET_DIAG, [A.zeros_like(x), g], {"k": a["k"], "align": a["align"]}), None
 
 
 DIAG_PART = register(OpDef("matrix_diag_part", "opaque", {"cpu": _diag_part_eager},

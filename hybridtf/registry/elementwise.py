@@ -3,8 +3,8 @@ import numpy as np
 
 from ops import elementwise as kernels
 
-from hybridtf.api import array_ops as A
-from hybridtf.api import math_ops as M
+from hybridtf.registry.public_ops import array_ops as A
+from hybridtf.registry.public_ops import math_ops as M
 from hybridtf.registry import Kernel, OpDef, Spec, checks, register
 
 

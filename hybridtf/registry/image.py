@@ -12,7 +12,7 @@ import numpy as np
 from ops import image as kernels
 from ops import random as random_kernels
 
-from hybridtf.api import image_ops as IM
+from hybridtf.registry.public_ops import image_ops as IM
 from hybridtf.registry import OpDef, Spec, checks, register, sizes
 
 REAL = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16")

@@ -1,7 +1,7 @@
 """Matrix multiplication (2-D and batched, with broadcast batch dimensions)."""
 from ops import linalg as kernels
 
-from hybridtf.api import math_ops as M
+from hybridtf.registry.public_ops import math_ops as M
 from hybridtf.registry import Kernel, OpDef, Spec, checks, register
 from hybridtf.registry.elementwise import unbroadcast
 

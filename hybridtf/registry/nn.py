@@ -4,9 +4,9 @@ import numpy as np
 from ops import elementwise
 from ops import nn as kernels
 
-from hybridtf.api import array_ops as A
-from hybridtf.api import math_ops as M
-from hybridtf.api import nn_ops as N
+from hybridtf.registry.public_ops import array_ops as A
+from hybridtf.registry.public_ops import math_ops as M
+from hybridtf.registry.public_ops import nn_ops as N
 from hybridtf.registry import OpDef, Spec, checks, register
 from hybridtf.registry.array import check_indices
 

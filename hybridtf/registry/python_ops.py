@@ -7,6 +7,7 @@ import numpy as np
 from hybridtf.framework import dtypes, nest
 from hybridtf.framework.tensor import Tensor
 from hybridtf.registry import OpDef, Spec, register
+from hybridtf.registry.public_ops import logging_ops as LO
 
 
 class TensorSlot:
@@ -19,12 +20,11 @@ class TensorSlot:
 
 
 def _print_eager(arrays, attrs):
-    from hybridtf.api.logging_ops import write
     values = [Tensor(a) for a in arrays]
     inputs = nest.map_structure(
         lambda leaf: values[leaf.index] if isinstance(leaf, TensorSlot) else leaf,
         list(attrs["template"]))
-    write(inputs, attrs["output_stream"], attrs["summarize"], attrs["sep"], attrs["end"])
+    LO.write(inputs, attrs["output_stream"], attrs["summarize"], attrs["sep"], attrs["end"])
     return ()
 
 

@@ -3,8 +3,8 @@ import numpy as np
 
 from ops import reduce as kernels
 
-from hybridtf.api import array_ops as A
-from hybridtf.api import math_ops as M
+from hybridtf.registry.public_ops import array_ops as A
+from hybridtf.registry.public_ops import math_ops as M
 from hybridtf.registry import OpDef, Spec, checks, register
 
 NUMERIC = ("int8", "int16", "int32", "int64", "uint8", "float32", "float64")

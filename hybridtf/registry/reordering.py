@@ -1,8 +1,8 @@
 """Ops that move elements along axes without changing the shape: ``reverse`` and ``roll``."""
 import numpy as np
 
-from hybridtf.api import manip_ops as MA
-from hybridtf.api import math_ops as M
+from hybridtf.registry.public_ops import manip_ops as MA
+from hybridtf.registry.public_ops import math_ops as M
 from hybridtf.registry import OpDef, Spec, checks, register
 
 

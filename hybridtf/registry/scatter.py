@@ -7,9 +7,9 @@ import numpy as np
 
 from ops import scatter as kernels
 
-from hybridtf.api import array_ops as A
-from hybridtf.api import math_ops as M
-from hybridtf.api import scatter_ops as X
+from hybridtf.registry.public_ops import array_ops as A
+from hybridtf.registry.public_ops import math_ops as M
+from hybridtf.registry.public_ops import scatter_ops as X
 from hybridtf.registry import Spec, checks, sizes
 
 REAL = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",

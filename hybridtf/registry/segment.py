@@ -10,10 +10,10 @@ import numpy as np
 
 from ops import segment as kernels
 
-from hybridtf.api import array_ops as A
-from hybridtf.api import math_ops as M
-from hybridtf.api import scatter_ops as X
-from hybridtf.api import segment_ops as S
+from hybridtf.registry.public_ops import array_ops as A
+from hybridtf.registry.public_ops import math_ops as M
+from hybridtf.registry.public_ops import scatter_ops as X
+from hybridtf.registry.public_ops import segment_ops as S
 from hybridtf.registry import Spec, checks, sizes
 from hybridtf.registry import array as AR
 from hybridtf.registry import scatter as XR

@@ -4,7 +4,7 @@ import numpy as np
 
 from ops import sorting as kernels
 
-from hybridtf.api import scatter_ops as X
+from hybridtf.registry.public_ops import scatter_ops as X
 from hybridtf.registry import Spec, checks, sizes
 
 REAL = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",

@@ -1,7 +1,7 @@
 """TensorArray ops: writing one element of a TensorArray's buffer (and its gradient)."""
 import numpy as np
 
-from hybridtf.api import array_ops as A
+from hybridtf.registry.public_ops import array_ops as A
 from hybridtf.registry import OpDef, Spec, checks, register
 
 

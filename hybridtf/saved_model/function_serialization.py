@@ -9,7 +9,7 @@ Python values kept as they were returned).
 import inspect
 
 from hybridtf.framework import nest
-from hybridtf.graph.function import _TENSOR_OUTPUT, ConcreteFunction
+from hybridtf.polymorphic_function import _TENSOR_OUTPUT, ConcreteFunction
 from hybridtf.registry.python_ops import TensorSlot
 from hybridtf.saved_model import values
 from hybridtf.saved_model.graph_serialization import UnsavableGraphError

@@ -11,6 +11,7 @@ functions (a graph used by two nodes, e.g. a loop and its gradient, is written o
 """
 import numpy as np
 
+from hybridtf.framework import nest
 from hybridtf.framework.tensor import Tensor
 from hybridtf.graph.func_graph import FuncGraph, GraphTensor, Node
 from hybridtf.registry import OPS
@@ -171,7 +172,6 @@ def _printable_template(template):
         if isinstance(value, TensorSlot) or type(value) in (str, int, float, bool, type(None)):
             return value
         return str(value)
-    from hybridtf.framework import nest
     return nest.map_structure(leaf, template)
 
 

@@ -9,7 +9,7 @@ path to it refers to the same node.
 """
 import inspect
 
-from hybridtf.graph.function import ConcreteFunction, Function
+from hybridtf.polymorphic_function import ConcreteFunction, Function
 from hybridtf.module import Module, camel_to_snake
 from hybridtf.saved_model.restored_function import RestoredFunction
 

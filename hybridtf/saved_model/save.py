@@ -23,7 +23,7 @@ import numpy as np
 from hybridtf.distribute import distribute_lib
 from hybridtf.framework import atomic_files, nest
 from hybridtf.framework.tensor_spec import TensorSpec
-from hybridtf.graph.function import _TENSOR_OUTPUT, ConcreteFunction, Function
+from hybridtf.polymorphic_function import _TENSOR_OUTPUT, ConcreteFunction, Function
 from hybridtf.saved_model import array_file
 from hybridtf.saved_model.function_serialization import serialise_concrete
 from hybridtf.saved_model.graph_serialization import GraphWriter

@@ -31,6 +31,7 @@ from hybridtf.framework.constant_op import convert_to_tensor
 from hybridtf.framework.name_scope import name_scope as _name_scope
 from hybridtf.framework.tensor import Tensor
 from hybridtf.framework.tensor_shape import TensorShape
+from hybridtf.framework.tensor_spec import TensorSpec
 from hybridtf.framework.variables import (Variable, VariableAggregation,
                                           VariableSynchronization)
 from hybridtf.graph import func_graph
@@ -666,7 +667,6 @@ class Layer(Module):
         return self._symbolic_call(input_shape, training=False)
 
     def compute_output_signature(self, input_signature):
-        from hybridtf.framework.tensor_spec import TensorSpec
         shapes = self.compute_output_shape(nest.map_structure(lambda s: s.shape, input_signature))
         return nest.map_structure(lambda s: TensorSpec(s, self._dtype), shapes)
 

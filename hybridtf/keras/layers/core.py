@@ -4,6 +4,7 @@ import inspect
 from hybridtf.api import array_ops, control_flow_ops, math_ops, nn_ops
 from hybridtf.framework.tensor import Tensor
 from hybridtf.framework.tensor_shape import TensorShape
+from hybridtf.graph.func_graph import GraphTensor
 from hybridtf.keras import activations
 from hybridtf.keras.callable_serialization import deserialize_function, serialize_function
 from hybridtf.keras.layers.base_layer import Layer
@@ -125,7 +126,6 @@ def _training_value(training):
     if training is None:
         return False
     if isinstance(training, Tensor):
-        from hybridtf.graph.func_graph import GraphTensor
         if isinstance(training, GraphTensor):
             return training
         return bool(training)

@@ -3,7 +3,11 @@
 Semantics follow TF 2's ``tf.function``: the trace cache is keyed as described in
 ``trace_key``; Python side effects happen only while tracing; variables are used by reference;
 stateful ops run in program order on every call; variables may be created on the first trace
-only.  Graphs currently run through ``interpreter`` (the ops' eager kernels).
+only.  Graphs run compiled (``compiler``), or through ``interpreter`` when they cannot be
+lowered.
+
+It is the layer above AutoGraph, the public ops and the compiler, all of which it uses: the
+graph layer below (``FuncGraph``, ``replay``, the interpreter) knows nothing of it.
 """
 import collections
 import functools
@@ -16,9 +20,13 @@ import weakref
 
 import numpy as np
 
+from hybridtf import autograph, compiler
+from hybridtf.api.array_ops import zeros_like
 from hybridtf.autograph import operators as autograph_operators
 from hybridtf.eager import tape as tape_lib
+from hybridtf.eager.backprop import GradientTape
 from hybridtf.eager.execute import as_tensor
+from hybridtf.framework.constant_op import convert_to_tensor
 from hybridtf.framework import dtypes, nest
 from hybridtf.framework.errors import InvalidArgumentError
 from hybridtf.framework.tensor import Tensor
@@ -27,6 +35,7 @@ from hybridtf.framework.tensor_spec import TensorSpec
 from hybridtf.framework.variables import UpdateLock
 from hybridtf.graph import func_graph, interpreter
 from hybridtf.graph import trace_key as tk
+from hybridtf.graph.replay import replay
 from hybridtf.graph.func_graph import FuncGraph, GraphTensor
 
 RETRACE_WARNING_THRESHOLD = 5
@@ -136,9 +145,9 @@ class ConcreteFunction:
             with self._lock:
                 run = self._run_plan
                 if run is None:
-                    from hybridtf import compiler
                     try:
-                        self._compiled = compiler.compile_graph(self.graph)
+                        self._compiled = compiler.compile_graph(
+                            self.graph, compiler.backend_for_device(self.graph.device))
                         run = self._compiled.run
                     except Exception as err:  # lowering is an optimisation: never fatal
                         self._compiled = None
@@ -160,7 +169,6 @@ class ConcreteFunction:
         if self._compiled is None:
             return (f"# hybridtf.compiler could not lower this graph ({self._compile_error}); "
                     "it runs on the graph interpreter.\n")
-        from hybridtf import compiler
         return compiler.describe(self._compiled)
 
     def __repr__(self):
@@ -245,7 +253,6 @@ class ConcreteFunction:
             # The forward pass is recomputed on the variables' values read before the call:
             # the call may have updated them since.
             def gradients(inputs, variable_values, output_grads):
-                from hybridtf.eager.backprop import GradientTape
                 with GradientTape(watch_accessed_variables=False) as tape:
                     tape.watch(list(inputs) + list(variable_values))
                     outputs = replay(forward, inputs, apply_variable_updates=False,
@@ -277,7 +284,6 @@ def _holding(lock, run):
 
 
 def _zeros_for(tensor):
-    from hybridtf.api.array_ops import zeros_like
     return zeros_like(tensor)
 
 
@@ -291,38 +297,6 @@ def _restore_python_outputs(graph, flat_outputs):
 
 
 _TENSOR_OUTPUT = object()
-
-
-def replay(graph, inputs, apply_variable_updates, outer=(), variable_values=None):
-    """Re-creates ``graph``'s computation on ``inputs`` (and, for a branch or loop body, on the
-    enclosing-graph values ``outer``) through the op API, so that it is traced into the current
-    graph or recorded on active tapes; returns the output tensors.
-
-    Without ``apply_variable_updates`` only the nodes the outputs need run (no prints, no
-    assignments): the form gradients use.  ``variable_values`` (one tensor per entry of
-    ``graph.variables``) stand for the variables' values instead of their current ones.
-    """
-    from hybridtf.eager.execute import execute
-    mapping = {id(ph): t for ph, t in zip(graph.inputs, inputs)}
-    for (_, placeholder), value in zip(graph.outer_inputs, outer):
-        mapping[id(placeholder)] = value
-    for tensor, placeholder in graph.captures:
-        mapping[id(placeholder)] = tensor
-    if variable_values is None:
-        variable_values = [variable.value() for variable, _ in graph.variables]
-    for (_, placeholder), value in zip(graph.variables, variable_values):
-        mapping[id(placeholder)] = value
-    wanted = None if apply_variable_updates else graph.ancestors(graph.outputs)
-    for node in graph.nodes:
-        if wanted is not None and id(node) not in wanted:
-            continue
-        outs = execute(node.op, [mapping[id(t)] for t in node.inputs], node.attrs)
-        for t, o in zip(node.outputs, outs):
-            mapping[id(t)] = o
-    if apply_variable_updates:
-        for variable, tensor in graph.updated_variables():
-            variable.assign(mapping[id(tensor)])
-    return [mapping[id(t)] for t in graph.outputs]
 
 
 def _flatten_tensor_args(bound, template):
@@ -383,7 +357,6 @@ def _as_input_tensor(value, spec, fn_name, index):
             value = as_tensor(value, dtype=spec.dtype)
             if isinstance(value, Tensor) and value.dtype is not spec.dtype and \
                     not isinstance(value, GraphTensor):
-                from hybridtf.framework.constant_op import convert_to_tensor
                 value = convert_to_tensor(np.asarray(value), dtype=spec.dtype)
         except (TypeError, ValueError) as err:
             raise TypeError(f"{fn_name}: input #{index} ({value!r}) cannot be converted to "
@@ -629,7 +602,6 @@ class Function:
                 method = None
             converted = self._python_function if method is None else method.func
             if self._autograph:
-                from hybridtf import autograph
                 try:
                     converted = autograph.convert(converted)
                 except autograph.ConversionError:

@@ -1,19 +1,20 @@
-"""Control-flow kernels: a ``while_loop`` or ``cond`` whose parts compile completely runs as one
-native loop or branch.
+"""The CPU's control-flow kernels: a ``while_loop`` or ``cond`` whose parts compile completely
+runs as one native loop or branch.
 
 Each part (a loop's condition and body, a cond's two branches) is lowered like any graph
-(``plan.lower``); its groups are rendered as fused ``@njit`` functions, and one more ``@njit``
-function runs the ``while`` / ``if`` itself, calling those group functions -- and the kernels of
-control flow nested in the part -- directly.  A node whose parts hold anything else (opaque ops,
-stateful ops, variables, values of unknown shape) is left to its kernel, which runs the
-parts node by node.
+(``plan.lower``); its groups are rendered as fused ``@njit`` functions (``cpu.render``), and one
+more ``@njit`` function runs the ``while`` / ``if`` itself, calling those group functions -- and
+the kernels of control flow nested in the part -- directly.  A node whose parts hold anything
+else (opaque ops, stateful ops, variables, values of unknown shape) is left to its kernel, which
+runs the parts node by node.
 """
-import hashlib
-
 import numpy as np
 
+from hybridtf.compiler import fold as fold_lib
 from hybridtf.compiler import plan as plan_lib
 from hybridtf.compiler import render as render_lib
+from hybridtf.compiler.cpu.render import RENDERER
+
 
 class ControlFlowKernel:
     """A rendered loop or branch: the kernels it calls, its own kernel, what the driver passes.
@@ -26,17 +27,6 @@ class ControlFlowKernel:
         self.kernels = kernels
         self.kernel = kernel
         self.captured = captured
-
-
-def small_constants(graph):
-    """id(placeholder) -> the one value (a NumPy scalar), for the numeric captures of ``graph``
-    that have one element: fused kernels take them as scalars (see ``render.literal_pays``)."""
-    constants = {}
-    for tensor, placeholder in graph.captures:
-        value = np.asarray(tensor._value)
-        if value.size == 1 and value.dtype.kind in "biuf":
-            constants[id(placeholder)] = render_lib.scalar_value(value)
-    return constants
 
 
 def render(node):
@@ -75,13 +65,13 @@ class _Part:
         for tensor, placeholder in graph.captures:
             names[id(placeholder)] = f"k{len(self.captured)}"
             self.captured.append(np.asarray(tensor._value))
-        constants = small_constants(graph)
+        constants = fold_lib.small_constants(graph)
         lines = []
         for kind, item in plan_lib.lower(graph).items:
             if kind == "group":
                 if not item.outputs:
                     continue
-                kernel = render_lib.render(item, constants)
+                kernel = RENDERER.render(item, constants)
                 args = [names[id(t)] + ("[()]" if scalar else "")
                         for t, scalar in zip(kernel.args, kernel.scalar_args)]
                 for array in render_lib.pack_arrays(kernel, constants):
@@ -114,11 +104,7 @@ class _Part:
 
 def _kernel(prefix, params, lines, node, kernels, captured):
     params = params + [f"k{n}" for n in range(len(captured))]
-    text = "\n".join(lines)
-    signature = ", ".join(params)
-    digest = hashlib.sha256((signature + "\n" + text).encode()).hexdigest()[:12]
-    name = f"{prefix}_{digest}"
-    source = f"{render_lib.DECORATOR.format(extra='')}\ndef {name}({signature}):\n{text}\n"
+    name, source = RENDERER.function(prefix, ", ".join(params), lines)
     kernel = render_lib.Kernel(name, source, list(node.inputs), [False] * len(node.inputs),
                                list(node.outputs), [])
     kernel.control_flow = True   # compiled through its caller: never run on dummy values

@@ -1,0 +1,107 @@
+"""The compiler's CPU backend: fused Numba loops, native control flow and a Python driver.
+
+``build(lowered)`` takes a graph lowered for every backend alike (``compiled.Lowered``) through
+the CPU's steps:
+
+1. ``parts.Choices`` -- which groups split over the kernel threads, which variable updates
+   they write in place, which matrix products they compute in parts;
+2. ``render_kernels`` -- each group as an ``@njit`` loop (``cpu.render``), each pure while
+   loop or cond as a native kernel (``cpu.loops``);
+3. ``load`` -- all of a graph's functions in one module written by
+   ``ops.codegen.lease_source`` (keyed by a hash of its source, so equal plans share a file, a
+   module and Numba's disk cache; the module stays loaded while a compiled graph holds its
+   lease);
+4. ``driver.DriverBuilder`` -- the straight-line Python that runs the steps;
+5. ``warm_up`` -- every kernel compiled before the first call.
+"""
+import numba
+import numpy as np
+
+from ops.codegen import lease_source
+
+from hybridtf.compiler.compiled import CompiledGraph
+from hybridtf.compiler.cpu import loops, parts
+from hybridtf.compiler.cpu.driver import DriverBuilder
+from hybridtf.compiler.cpu.render import RENDERER
+
+
+class RenderedKernels:
+    """A plan's rendered kernels: ``groups`` (step index -> ``render.Kernel``), ``loops`` (step
+    index -> ``loops.ControlFlowKernel``), ``all`` (every function of the module, in order)."""
+
+    def __init__(self):
+        self.groups = {}
+        self.loops = {}
+        self.all = []
+
+    def source(self):
+        """The module's source, or "" when there is nothing to compile."""
+        return RENDERER.module_source(self.all) if self.all else ""
+
+
+def build(lowered, warm_up=True):
+    """The ``CompiledGraph`` of ``lowered`` on the CPU; its kernels compiled now when
+    ``warm_up`` (on dummy arrays)."""
+    choices = parts.Choices(lowered.plan, lowered.graph)
+    kernels = render_kernels(lowered, choices)
+    source = kernels.source()
+    lease = load(source)
+    module = None if lease is None else lease.module
+    driver_source, run = DriverBuilder(lowered, choices, kernels, module).build()
+    if warm_up and kernels.all:
+        _warm_up(kernels, module)
+    return CompiledGraph(lowered.graph, run, source, driver_source, lease)
+
+
+def render_kernels(lowered, choices):
+    """Renders every group that computes something (a part kernel where ``choices`` splits
+    it) and every native loop or branch of the plan."""
+    kernels = RenderedKernels()
+    for index, (kind, item) in enumerate(lowered.plan.items):
+        if kind == "group" and item.outputs:
+            kernel = kernels.groups[index] = RENDERER.render(
+                item, lowered.constants, choices.in_place.get(index), choices.splits(item))
+            kernels.all.append(kernel)
+        elif kind == "step":
+            loop = loops.render(item)
+            if loop is not None:
+                kernels.loops[index] = loop
+                kernels.all += loop.kernels + [loop.kernel]
+    return kernels
+
+
+def load(source):
+    """The ``ops.codegen.ModuleLease`` of the module ``source``, or None without one."""
+    return lease_source("graph", source) if source else None
+
+
+def _warm_up(kernels, module):
+    """Compiles each kernel for C-contiguous arguments of its static shapes and dtypes, so that
+    a kernel that fails to compile is found before any step of a call has run.  Loop and branch
+    kernels are compiled from their signature (with the kernels they call): run on dummy values
+    a loop might never stop."""
+    done = set()
+    for loop in kernels.loops.values():
+        dummies = [np.zeros(t._static_shape, t._static_dtype) for t in loop.kernel.args]
+        signature = tuple(numba.typeof(a) for a in dummies + list(loop.captured))
+        getattr(module, loop.kernel.name).compile(signature)
+    for kernel in kernels.all:
+        if kernel.control_flow:
+            continue
+        key = (kernel.name, tuple((len(t._static_shape), t._static_dtype) for t in kernel.args))
+        if key in done:
+            continue
+        done.add(key)
+        args = []
+        for t, scalar in zip(kernel.args, kernel.scalar_args):
+            dummy = np.zeros(t._static_shape, t._static_dtype)
+            args.append(dummy[()] if scalar else dummy)
+        args += [np.zeros(len(pack), pack[0]._static_dtype) for pack in kernel.packs]
+        if kernel.parts:   # its outputs, and an empty range of rows
+            args += [np.zeros(t._static_shape, t._static_dtype) for t in kernel.outputs
+                     if id(t) not in kernel.in_place] + [0, 0]
+        function = getattr(module, kernel.name)
+        # A retrace (a new Python value) finds its kernels compiled: running them on dummy
+        # arrays of the full shapes would cost more than the rest of the trace.
+        if tuple(numba.typeof(a) for a in args) not in function.overloads:
+            function(*args)
