@@ -152,6 +152,11 @@ class ConcreteFunction:
                     except Exception as err:  # lowering is an optimisation: never fatal
                         self._compiled = None
                         self._compile_error = f"{type(err).__name__}: {err}"
+                        warnings.warn(compiler.CompilationWarning(
+                            f"tf.function {self.name}: {err}. It runs on the graph "
+                            "interpreter instead: correct, but slower. This is a bug in "
+                            "hybridtf's compiler; please report it with the function."),
+                            stacklevel=2)
                         graph = self.graph
 
                         def run(arrays, call_index):

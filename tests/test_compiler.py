@@ -1,4 +1,6 @@
 """hybridtf.compiler: compiled graphs agree with the interpreter and with eager execution."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -6,6 +8,7 @@ import hybridtf as tf
 from hybridtf import compiler
 from hybridtf.compiler import plan as plan_lib
 from hybridtf.compiler.cpu import parts as cpu_parts
+from hybridtf.compiler.cpu import render as cpu_render
 from hybridtf.graph import interpreter
 
 
@@ -388,6 +391,7 @@ def split_small_groups(monkeypatch):
     monkeypatch.setattr(cpu_parts, "PART_ELEMENTS", 1)
     monkeypatch.setattr(cpu_parts, "PRODUCT_MIN_ELEMENTS", 4)
     monkeypatch.setattr(cpu_parts, "PRODUCT_BLOCK_ELEMENTS", 8)   # blocks of 1-2 rows
+    monkeypatch.setattr(threads, "free_cores", lambda: 64)   # split on a busy machine too
     saved = threads.get_num_threads()
     threads.set_num_threads(3)
     yield
@@ -560,3 +564,23 @@ def test_an_old_value_assigned_to_another_variable_is_not_overwritten(split_smal
         f()
         np.testing.assert_array_equal(a.numpy(), np.full((6, 5), 2.0 ** step, np.float32))
         np.testing.assert_array_equal(b.numpy(), np.full((6, 5), 2.0 ** (step - 1), np.float32))
+
+
+def test_a_graph_the_compiler_fails_on_warns_naming_its_ops_and_still_runs(monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("no loop for you")
+
+    monkeypatch.setattr(cpu_render.RENDERER, "render", broken)
+    f = tf.function(lambda x: tf.tanh(x * 2.0) + 1.0)
+    x = tf.constant([0.5, -1.0])
+    with pytest.warns(compiler.CompilationWarning,
+                      match=r"compiling multiply, tanh, add failed: RuntimeError: no loop"):
+        y = f(x)
+    np.testing.assert_allclose(y.numpy(), np.tanh(np.array([0.5, -1.0]) * 2) + 1, rtol=1e-6)
+    assert "could not lower" in f.get_concrete_function(x).kernel_source
+
+
+def test_compilation_warnings_fail_the_test_suite():
+    # setup.cfg turns the warning into an error, so a broken kernel cannot pass unnoticed.
+    with pytest.raises(compiler.CompilationWarning):
+        warnings.warn(compiler.CompilationWarning("a broken kernel"))

@@ -19,14 +19,15 @@ backend with that kernel's forms.
 from hybridtf.compiler import cpu
 from hybridtf.compiler import fold as fold_lib
 from hybridtf.compiler import plan as plan_lib
-from hybridtf.compiler.compiled import CompiledGraph, Lowered, describe
+from hybridtf.compiler.compiled import (CompilationError, CompilationWarning, CompiledGraph,
+                                        Lowered, describe, failures_named)
 from hybridtf.framework import devices
 
 # backend name (a ``framework.devices.Backend``'s) -> its compiler: ``build(lowered, warm_up)``
 BACKENDS = {"cpu": cpu}
 
-__all__ = ["BACKENDS", "CompiledGraph", "Lowered", "backend_for_device", "compile_graph",
-           "describe", "fold", "lower"]
+__all__ = ["BACKENDS", "CompilationError", "CompilationWarning", "CompiledGraph", "Lowered",
+           "backend_for_device", "compile_graph", "describe", "fold", "lower"]
 
 
 def compile_graph(graph, backend="cpu", warm_up=True):
@@ -36,8 +37,10 @@ def compile_graph(graph, backend="cpu", warm_up=True):
     if compiler is None:
         raise ValueError(f"compile_graph: no compiler for backend {backend!r}; the backends "
                          f"compiled are {sorted(BACKENDS)}.")
-    folded, folded_nodes = fold(graph)
-    return compiler.build(lower(graph, folded, folded_nodes), warm_up)
+    with failures_named(()):
+        folded, folded_nodes = fold(graph)
+        lowered = lower(graph, folded, folded_nodes)
+    return compiler.build(lowered, warm_up)
 
 
 def backend_for_device(device_name):

@@ -1,5 +1,40 @@
 """What the compiler's steps hand each other: a lowered graph, which a backend compiles, and the
-compiled graph it returns."""
+compiled graph it returns; and how a failure to compile is reported."""
+import contextlib
+
+
+class CompilationError(Exception):
+    """A step of compiling a graph failed: ``ops`` names the ops of the part that failed (a
+    fused loop's members, or one opaque step), ``reason`` says why."""
+
+    def __init__(self, ops, reason):
+        self.ops = tuple(ops)
+        self.reason = reason
+        super().__init__(f"compiling {', '.join(self.ops) or 'the graph'} failed: {reason}")
+
+
+@contextlib.contextmanager
+def failures_named(ops):
+    """Turns an error raised inside into a ``CompilationError`` naming ``ops`` (one raised by
+    a step nested inside, naming its own ops, passes through)."""
+    try:
+        yield
+    except CompilationError:
+        raise
+    except Exception as err:  # noqa: BLE001 - any failure of a compiler step is reported as one
+        raise CompilationError(ops, f"{type(err).__name__}: {err}") from err
+
+
+def op_names(nodes):
+    """The names of ``nodes``' ops, each once, in order."""
+    return tuple(dict.fromkeys(node.op.name for node in nodes))
+
+
+class CompilationWarning(RuntimeWarning):
+    """A traced function could not be compiled and runs on the graph interpreter instead:
+    correct, but slower.  The warning names the ops and the reason; it is a bug in hybridtf's
+    compiler, worth reporting with the function (``warnings.simplefilter("error",
+    CompilationWarning)`` makes it an error)."""
 
 
 class Lowered:

@@ -61,9 +61,11 @@ class CompiledPart:
                     self._run = compiler.compile_graph(view).run
                 except Exception as err:  # noqa: BLE001 - lowering is an optimisation
                     self.compile_error = f"{type(err).__name__}: {err}"
-                    warnings.warn(f"The {part.name} of a loop over a dataset could not be "
-                                  f"compiled ({self.compile_error}); it runs on the graph "
-                                  "interpreter.", RuntimeWarning, stacklevel=2)
+                    warnings.warn(compiler.CompilationWarning(
+                        f"The {part.name} of a loop over a dataset could not be compiled "
+                        f"({self.compile_error}); it runs on the graph interpreter: correct, "
+                        "but slower. This is a bug in hybridtf's compiler; please report it."),
+                        stacklevel=2)
                     count = len(part.outer_inputs)
                     self._run = lambda arrays, call_index: interpreter.run_subgraph(
                         part, arrays[:count], arrays[count:], call_index)

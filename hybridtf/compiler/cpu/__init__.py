@@ -19,7 +19,7 @@ import numpy as np
 
 from ops.codegen import lease_source
 
-from hybridtf.compiler.compiled import CompiledGraph
+from hybridtf.compiler.compiled import CompiledGraph, failures_named, op_names
 from hybridtf.compiler.cpu import loops, parts
 from hybridtf.compiler.cpu.driver import DriverBuilder
 from hybridtf.compiler.cpu.render import RENDERER
@@ -33,6 +33,16 @@ class RenderedKernels:
         self.groups = {}
         self.loops = {}
         self.all = []
+        self.ops_of = {}   # kernel name -> the names of the ops it computes (for errors)
+
+    def add(self, functions, names):
+        self.all += functions
+        for function in functions:
+            self.ops_of[function.name] = names
+
+    def op_names(self):
+        """The names of the ops of every kernel, each once."""
+        return tuple(dict.fromkeys(n for names in self.ops_of.values() for n in names))
 
     def source(self):
         """The module's source, or "" when there is nothing to compile."""
@@ -42,12 +52,15 @@ class RenderedKernels:
 def build(lowered, warm_up=True):
     """The ``CompiledGraph`` of ``lowered`` on the CPU; its kernels compiled now when
     ``warm_up`` (on dummy arrays)."""
-    choices = parts.Choices(lowered.plan, lowered.graph)
+    with failures_named(()):
+        choices = parts.Choices(lowered.plan, lowered.graph)
     kernels = render_kernels(lowered, choices)
     source = kernels.source()
-    lease = load(source)
+    with failures_named(kernels.op_names()):
+        lease = load(source)
     module = None if lease is None else lease.module
-    driver_source, run = DriverBuilder(lowered, choices, kernels, module).build()
+    with failures_named(()):
+        driver_source, run = DriverBuilder(lowered, choices, kernels, module).build()
     if warm_up and kernels.all:
         _warm_up(kernels, module)
     return CompiledGraph(lowered.graph, run, source, driver_source, lease)
@@ -59,14 +72,18 @@ def render_kernels(lowered, choices):
     kernels = RenderedKernels()
     for index, (kind, item) in enumerate(lowered.plan.items):
         if kind == "group" and item.outputs:
-            kernel = kernels.groups[index] = RENDERER.render(
-                item, lowered.constants, choices.in_place.get(index), choices.splits(item))
-            kernels.all.append(kernel)
+            names = op_names(item.members + item.reductions)
+            with failures_named(names):
+                kernel = kernels.groups[index] = RENDERER.render(
+                    item, lowered.constants, choices.in_place.get(index), choices.splits(item))
+            kernels.add([kernel], names)
         elif kind == "step":
-            loop = loops.render(item)
+            names = op_names([item])
+            with failures_named(names):
+                loop = loops.render(item)
             if loop is not None:
                 kernels.loops[index] = loop
-                kernels.all += loop.kernels + [loop.kernel]
+                kernels.add(loop.kernels + [loop.kernel], names)
     return kernels
 
 
@@ -84,7 +101,8 @@ def _warm_up(kernels, module):
     for loop in kernels.loops.values():
         dummies = [np.zeros(t._static_shape, t._static_dtype) for t in loop.kernel.args]
         signature = tuple(numba.typeof(a) for a in dummies + list(loop.captured))
-        getattr(module, loop.kernel.name).compile(signature)
+        with failures_named(kernels.ops_of[loop.kernel.name]):
+            getattr(module, loop.kernel.name).compile(signature)
     for kernel in kernels.all:
         if kernel.control_flow:
             continue
@@ -104,4 +122,5 @@ def _warm_up(kernels, module):
         # A retrace (a new Python value) finds its kernels compiled: running them on dummy
         # arrays of the full shapes would cost more than the rest of the trace.
         if tuple(numba.typeof(a) for a in args) not in function.overloads:
-            function(*args)
+            with failures_named(kernels.ops_of[kernel.name]):
+                function(*args)
