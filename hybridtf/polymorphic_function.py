@@ -3,8 +3,8 @@
 Semantics follow TF 2's ``tf.function``: the trace cache is keyed as described in
 ``trace_key``; Python side effects happen only while tracing; variables are used by reference;
 stateful ops run in program order on every call; variables may be created on the first trace
-only.  Graphs run compiled (``compiler``), or through ``interpreter`` when they cannot be
-lowered.
+only.  A new trace runs on the graph interpreter while its kernels compile in the background,
+then compiled (``execution_tiers``).
 
 It is the layer above AutoGraph, the public ops and the compiler, all of which it uses: the
 graph layer below (``FuncGraph``, ``replay``, the interpreter) knows nothing of it.
@@ -26,14 +26,14 @@ from hybridtf.autograph import operators as autograph_operators
 from hybridtf.eager import tape as tape_lib
 from hybridtf.eager.backprop import GradientTape
 from hybridtf.eager.execute import as_tensor
+from hybridtf.execution_tiers import ExecutionTiers
 from hybridtf.framework.constant_op import convert_to_tensor
 from hybridtf.framework import dtypes, nest
 from hybridtf.framework.errors import InvalidArgumentError
 from hybridtf.framework.tensor import Tensor
 from hybridtf.framework.tensor_shape import TensorShape
 from hybridtf.framework.tensor_spec import TensorSpec
-from hybridtf.framework.variables import UpdateLock
-from hybridtf.graph import func_graph, interpreter
+from hybridtf.graph import func_graph
 from hybridtf.graph import trace_key as tk
 from hybridtf.graph.replay import replay
 from hybridtf.graph.func_graph import FuncGraph, GraphTensor
@@ -107,10 +107,7 @@ class ConcreteFunction:
         self._input_specs = input_specs     # one TensorSpec per graph input
         self._call_numbers = itertools.count()   # next() is atomic: no lock per call
         self._backward = None
-        self._lock = threading.Lock()
-        self._run_plan = None       # compiled plan's run(arrays, call_index), built lazily
-        self._compiled = None
-        self._compile_error = None
+        self._tiers = ExecutionTiers(graph, name)
 
     @property
     def structured_outputs(self):
@@ -137,44 +134,25 @@ class ConcreteFunction:
 
     # ---- the compiled plan ------------------------------------------------------------------
     def _compiled_run(self):
-        """``run(arrays, call_index)`` of this graph's compiled plan, built on first use; the
-        interpreter when lowering fails (the reason is kept for ``kernel_source``).  A graph
-        that updates variables runs holding their locks, from its reads to its write-backs."""
-        run = self._run_plan
-        if run is None:
-            with self._lock:
-                run = self._run_plan
-                if run is None:
-                    try:
-                        self._compiled = compiler.compile_graph(
-                            self.graph, compiler.backend_for_device(self.graph.device))
-                        run = self._compiled.run
-                    except Exception as err:  # lowering is an optimisation: never fatal
-                        self._compiled = None
-                        self._compile_error = f"{type(err).__name__}: {err}"
-                        warnings.warn(compiler.CompilationWarning(
-                            f"tf.function {self.name}: {err}. It runs on the graph "
-                            "interpreter instead: correct, but slower. This is a bug in "
-                            "hybridtf's compiler; please report it with the function."),
-                            stacklevel=2)
-                        graph = self.graph
+        """``run(arrays, call_index)`` for this call: the compiled plan once ready, the graph
+        interpreter until then (see ``execution_tiers``)."""
+        return self._tiers.run()
 
-                        def run(arrays, call_index):
-                            return interpreter.run(graph, arrays, call_index)
-                    updated = [v for v, _ in self.graph.updated_variables()]
-                    if updated:
-                        run = _holding(UpdateLock(updated), run)
-                    self._run_plan = run
-        return run
+    def _compiled_graph(self):
+        """The ``compiler.CompiledGraph`` this function runs, compiled now if it is not yet
+        (None when the compiler failed on the graph)."""
+        self._tiers.wait()
+        return self._tiers.compiled
 
     @property
     def kernel_source(self):
         """The generated source this function runs: fused Numba kernels and the driver."""
-        self._compiled_run()
-        if self._compiled is None:
-            return (f"# hybridtf.compiler could not lower this graph ({self._compile_error}); "
+        compiled = self._compiled_graph()
+        if compiled is None:
+            return (f"# hybridtf.compiler could not lower this graph "
+                    f"({self._tiers.compile_error}); "
                     "it runs on the graph interpreter.\n")
-        return compiler.describe(self._compiled)
+        return compiler.describe(compiled)
 
     def __repr__(self):
         return f"<ConcreteFunction {self.name}{self._signature}>"
@@ -210,7 +188,7 @@ class ConcreteFunction:
         arrays = [t._value for t in tensors]
         if tape_lib.STATE.active:
             return self._run_recorded(tensors, arrays, call_index)
-        run = self._run_plan or self._compiled_run()
+        run = self._tiers.run()
         values = run(arrays, call_index)
         if self._returns_one_tensor():
             return Tensor(values[0])   # the common `return tensor`: nothing to pack
@@ -278,14 +256,6 @@ class ConcreteFunction:
                 return concrete.call_flat(inputs + values + grads, call_index=call_index)
             self._backward = call
         return self._backward
-
-
-def _holding(lock, run):
-    """``run`` made to hold ``lock`` (an ``UpdateLock``) for the whole of each call."""
-    def locked_run(arrays, call_index):
-        with lock:
-            return run(arrays, call_index)
-    return locked_run
 
 
 def _zeros_for(tensor):

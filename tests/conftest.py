@@ -8,6 +8,10 @@ import pathlib
 _CACHE = pathlib.Path(__file__).resolve().parent.parent / ".numba_cache"
 os.environ.setdefault("NUMBA_CACHE_DIR", str(_CACHE / "numba"))
 os.environ.setdefault("HYBRIDTF_CACHE_DIR", str(_CACHE / "hybridtf"))
+# Traced functions compile on their first call, so that a test of a compiled plan checks the
+# plan and a compiler failure fails the call that met it; tests/test_execution_tiers.py checks
+# the default (the interpreter first, the kernels compiled in the background).
+os.environ.setdefault("HYBRIDTF_SYNCHRONOUS_COMPILATION", "1")
 
 from hypothesis import HealthCheck, settings  # noqa: E402
 
@@ -18,3 +22,10 @@ settings.register_profile(
     "thorough", max_examples=300, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+def pytest_configure(config):
+    # A graph the compiler fails on would otherwise pass every test on the slower interpreter.
+    # (Added here rather than in setup.cfg: resolving the class imports hybridtf, which must
+    # wait for the environment set above.)
+    config.addinivalue_line("filterwarnings", "error::hybridtf.compiler.CompilationWarning")

@@ -233,8 +233,8 @@ def test_equal_graphs_share_one_generated_module():
     np.testing.assert_array_equal(f1(x).numpy(), f2(x).numpy())
     c1, c2 = f1.get_concrete_function(x), f2.get_concrete_function(x)
     assert c1.graph is not c2.graph
-    assert c1._compiled.module is c2._compiled.module
-    assert c1._compiled.module.__file__ == c2._compiled.module.__file__
+    assert c1._compiled_graph().module is c2._compiled_graph().module
+    assert c1._compiled_graph().module.__file__ == c2._compiled_graph().module.__file__
 
 
 def test_graphs_compile_for_the_backend_of_their_device():

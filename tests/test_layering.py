@@ -23,7 +23,7 @@ LAYERS = [
     ("compiler", ("hybridtf.compiler",)),
     ("api", ("hybridtf.api",)),
     ("autograph", ("hybridtf.autograph",)),
-    ("function", ("hybridtf.polymorphic_function",)),
+    ("function", ("hybridtf.polymorphic_function", "hybridtf.execution_tiers")),
 ]
 TOP = len(LAYERS)   # every other hybridtf module: built on all the layers above
 

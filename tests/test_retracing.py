@@ -56,12 +56,12 @@ def test_fifty_python_floats_share_one_module_and_one_compiled_kernel():
     assert f.experimental_get_tracing_count() == 50
     concretes = list(f._cache.values())
     assert len(concretes) == 50
-    modules = {id(c._compiled.module): c._compiled.module for c in concretes}
+    modules = {id(c._compiled_graph().module): c._compiled_graph().module for c in concretes}
     assert len(modules) == 1
     module, = modules.values()
     assert codegen.leased_modules()[module.__name__.rpartition(".")[2]] >= 50
     assert _compiled_signatures(module) == 1
-    assert len({c._compiled.kernel_source for c in concretes}) == 1
+    assert len({c._compiled_graph().kernel_source for c in concretes}) == 1
     # The value is not in the source: it reaches the kernel as an argument.
     assert "49.5" not in concretes[-1].kernel_source
 
@@ -79,7 +79,7 @@ def test_new_values_of_a_learning_rate_style_constant_reuse_the_kernel():
         got = step(rate, decay).numpy()
         expected = expected * np.float32(decay) - np.float32(rate) * np.sign(expected)
         np.testing.assert_allclose(got, expected, rtol=1e-6)
-    modules = {id(c._compiled.module) for c in step._cache.values()}
+    modules = {id(c._compiled_graph().module) for c in step._cache.values()}
     assert len(modules) == 1 and step.experimental_get_tracing_count() == 3
 
 
@@ -96,7 +96,7 @@ def test_while_loop_kernels_take_their_constants_as_arguments():
         while np.sum(x) > 1.0:
             x = np.tanh(x) * np.float32(k)
         np.testing.assert_allclose(f(tf.constant(x0), k).numpy(), x, rtol=1e-5)
-    modules = {id(c._compiled.module) for c in f._cache.values()}
+    modules = {id(c._compiled_graph().module) for c in f._cache.values()}
     assert len(modules) == 1
     assert "loop_" in next(iter(f._cache.values())).kernel_source
 
@@ -112,7 +112,7 @@ def test_single_element_and_uniform_folded_constants_are_arguments_too():
     for k in (3.0, -1.25):
         np.testing.assert_allclose(f(tf.constant(x), k).numpy(),
                                    x * np.float32(2.5) + np.float32(k), rtol=1e-6)
-    assert len({id(c._compiled.module) for c in f._cache.values()}) == 1
+    assert len({id(c._compiled_graph().module) for c in f._cache.values()}) == 1
 
 
 @given(k=st.floats(-4, 4, width=32), n=st.integers(-50, 50), flag=st.booleans())
@@ -140,7 +140,7 @@ def test_mixed_dtypes_share_one_module_across_values():
 
     for k, n, flag in ((1.5, 3, True), (-2.0, 7, False), (0.25, -1, True)):
         g(x, xi, k, n, flag)
-    assert len({id(c._compiled.module) for c in g._cache.values()}) == 1
+    assert len({id(c._compiled_graph().module) for c in g._cache.values()}) == 1
 
 
 # ---- the few constants that stay literals ----------------------------------------------------
@@ -250,10 +250,10 @@ def test_deleting_a_function_frees_its_traces_and_modules(monkeypatch):
     for k in (0.5, 1.5, 2.5):
         f(x, k=k)
     concrete = f.get_concrete_function(x, k=0.5)
-    module = concrete._compiled.module
+    module = concrete._compiled_graph().module
     name = module.__name__.rpartition(".")[2]
     assert codegen.leased_modules()[name] >= 3
-    refs = [weakref.ref(o) for o in (f, concrete, concrete.graph, concrete._compiled, module)]
+    refs = [weakref.ref(o) for o in (f, concrete, concrete.graph, concrete._compiled_graph(), module)]
     del f, concrete, module
     gc.collect()
     assert [r() for r in refs] == [None] * len(refs)
@@ -305,13 +305,13 @@ def test_an_idle_module_is_reused_by_an_equal_function():
     x = tf.constant(_x(11))
     f = make()
     f(x, k=0.5)
-    module = weakref.ref(f.get_concrete_function(x, k=0.5)._compiled.module)
+    module = weakref.ref(f.get_concrete_function(x, k=0.5)._compiled_graph().module)
     del f
     gc.collect()
     g = make()
     np.testing.assert_allclose(g(x, k=2.0).numpy(),
                                np.sum(np.cos(x.numpy() * 2.0) + 2.0), rtol=1e-5)
-    assert g.get_concrete_function(x, k=2.0)._compiled.module is module()
+    assert g.get_concrete_function(x, k=2.0)._compiled_graph().module is module()
 
 
 def test_retracing_warns_at_most_twice_per_function():
