@@ -1,4 +1,5 @@
-"""Image resampling: every ``tf.image.resize`` method as a separable linear map, and its adjoint.
+"""Image resampling: every ``tf.image.resize`` method as a separable linear map, and its adjoint;
+and projective transforms (each output pixel read from a mapped input point), and their adjoint.
 
 A resize along one axis is a list of taps per output position: output ``i`` is
 ``sum_k weight[i, k] * input[index[i, k]]``.  ``resize_taps`` builds the taps of a method for
@@ -236,3 +237,162 @@ def resize_nearest(images, taps_h, taps_w):
     """``images`` (N, H, W, C) resized by nearest-neighbour taps, in their own dtype."""
     rows = np.take(images, taps_h[0][:, 0], axis=1)
     return np.ascontiguousarray(np.take(rows, taps_w[0][:, 0], axis=2))
+
+
+# ---- projective transforms (tf.raw_ops.ImageProjectiveTransformV3) ---------------------------
+# A transform [a0, a1, a2, b0, b1, b2, c0, c1] maps the output pixel (x, y) to the input point
+# ((a0 x + a1 y + a2) / k, (b0 x + b1 y + b2) / k), k = c0 x + c1 y + 1, computed in float32
+# as TF computes it.  A point outside the image is first mapped back inside by the fill mode;
+# a read that still falls outside (constant mode, or a bilinear neighbour past the edge) gives
+# the fill value, as does k == 0.
+FILL_MODES = ("reflect", "wrap", "constant", "nearest")
+INTERPOLATIONS = ("nearest", "bilinear")
+_REFLECT, _WRAP, _CONSTANT, _NEAREST = range(4)
+
+
+@_jit
+def _clamp(coord, size):
+    return min(max(coord, np.float32(0.0)), np.float32(size - 1))
+
+
+@_jit
+def _fill_coordinate(coord, size, mode):
+    """``coord`` (float32) on an axis of ``size`` pixels, mapped by fill mode ``mode``."""
+    if mode == _CONSTANT:
+        return coord
+    if mode == _NEAREST or size <= 1:
+        return _clamp(coord, size)
+    if mode == _REFLECT:
+        # d c b a | a b c d | d c b a: period 2 * size, the second half mirrored.
+        if coord < 0 or coord > size - 1:
+            period = np.float32(2 * size)
+            coord = coord - period * np.float32(math.floor(coord / period))
+            if coord >= size:
+                coord = period - coord - np.float32(1.0)
+        return _clamp(coord, size)
+    # wrap: a b c d | a b c d | a b c d, with TF's shift of whole multiples of size.
+    span = np.float32(size - 1)
+    if coord < 0:
+        coord += np.float32(size) * np.float32(int(-coord / span) + 1)
+    elif coord > span:
+        coord -= np.float32(size) * np.float32(int(coord / span))
+    return _clamp(coord, size)
+
+
+@_jit
+def _source_point(t, x, y):
+    """The input point (sx, sy) that output pixel (x, y) samples, and whether it is finite."""
+    fx = np.float32(x)
+    fy = np.float32(y)
+    k = t[6] * fx + t[7] * fy + np.float32(1.0)
+    if k == 0:
+        return np.float32(0.0), np.float32(0.0), False
+    sx = (t[0] * fx + t[1] * fy + t[2]) / k
+    sy = (t[3] * fx + t[4] * fy + t[5]) / k
+    return sx, sy, math.isfinite(sx) and math.isfinite(sy)
+
+
+@_jit
+def _taps(sx, sy, h, w, mode, bilinear, rows, cols, weights):
+    """The (row, col, weight) input taps of source point (sx, sy), written into the first
+    entries of ``rows``, ``cols``, ``weights``; returns how many there are, and the total
+    weight of the taps that fall outside the image (they read the fill value)."""
+    x = _fill_coordinate(sx, w, mode)
+    y = _fill_coordinate(sy, h, mode)
+    count = 0
+    outside = 0.0
+    if not bilinear:
+        # std::round: halves away from zero.
+        ry = math.floor(abs(y) + 0.5) * (1.0 if y >= 0 else -1.0)
+        rx = math.floor(abs(x) + 0.5) * (1.0 if x >= 0 else -1.0)
+        if 0 <= ry < h and 0 <= rx < w:
+            rows[0] = int(ry)
+            cols[0] = int(rx)
+            weights[0] = 1.0
+            count = 1
+        else:
+            outside = 1.0
+        return count, outside
+    y0 = math.floor(y)
+    x0 = math.floor(x)
+    wy1 = np.float64(y - y0)
+    wx1 = np.float64(x - x0)
+    for dy in range(2):
+        ty = y0 + dy
+        wy = wy1 if dy else 1.0 - wy1
+        for dx in range(2):
+            tx = x0 + dx
+            weight = wy * (wx1 if dx else 1.0 - wx1)
+            if 0 <= ty < h and 0 <= tx < w:
+                rows[count] = int(ty)
+                cols[count] = int(tx)
+                weights[count] = weight
+                count += 1
+            else:
+                outside += weight
+    return count, outside
+
+
+@_jit
+def projective_transform(images, transforms, mode, bilinear, fill_value, out):
+    """out[b, y, x, :] = images[b] sampled at transform b's source point of (x, y).
+
+    images: (N, H, W, C), any real dtype but float16; transforms: (N or 1, 8) float32;
+    out: (N, OH, OW, C) of the images' dtype (values cast as C casts them).
+    """
+    n, h, w, c = images.shape
+    oh, ow = out.shape[1], out.shape[2]
+    rows = np.empty(4, np.int64)
+    cols = np.empty(4, np.int64)
+    weights = np.empty(4, np.float64)
+    acc = np.empty(c, np.float64)
+    for b in range(n):
+        t = transforms[0] if transforms.shape[0] == 1 else transforms[b]
+        for y in range(oh):
+            for x in range(ow):
+                sx, sy, finite = _source_point(t, x, y)
+                if not finite:
+                    out[b, y, x, :] = fill_value
+                    continue
+                count, outside = _taps(sx, sy, h, w, mode, bilinear, rows, cols, weights)
+                acc[:] = outside * fill_value if outside != 0.0 else 0.0
+                for j in range(count):
+                    wj = weights[j]
+                    src = images[b, rows[j], cols[j]]
+                    for ch in range(c):
+                        acc[ch] += wj * src[ch]
+                for ch in range(c):
+                    out[b, y, x, ch] = acc[ch]
+
+
+@_jit
+def projective_transform_adjoint(grads, transforms, mode, bilinear, out):
+    """The transpose of ``projective_transform`` with respect to the images: each output
+    gradient goes back to the input pixels it was read from, by the same weights.
+
+    grads: (N, OH, OW, C) float; out: (N, H, W, C) float, zero-filled by the caller.
+    """
+    n, oh, ow, c = grads.shape
+    h, w = out.shape[1], out.shape[2]
+    rows = np.empty(4, np.int64)
+    cols = np.empty(4, np.int64)
+    weights = np.empty(4, np.float64)
+    for b in range(n):
+        t = transforms[0] if transforms.shape[0] == 1 else transforms[b]
+        for y in range(oh):
+            for x in range(ow):
+                sx, sy, finite = _source_point(t, x, y)
+                if not finite:
+                    continue
+                count, _ = _taps(sx, sy, h, w, mode, bilinear, rows, cols, weights)
+                src = grads[b, y, x]
+                for j in range(count):
+                    wj = weights[j]
+                    dst = out[b, rows[j], cols[j]]
+                    for ch in range(c):
+                        dst[ch] += wj * src[ch]
+
+
+def fill_mode_code(fill_mode):
+    """The kernels' code of fill mode ``fill_mode`` (one of ``FILL_MODES``)."""
+    return FILL_MODES.index(fill_mode)

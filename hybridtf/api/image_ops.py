@@ -1,9 +1,11 @@
-"""``tf.image``: resizing, flips, rotations, crops, dtype conversion, brightness and contrast.
+"""``tf.image``: resizing, flips, rotations, crops, dtype conversion, brightness and contrast;
+and the projective transform of TF's ``ImageProjectiveTransformV3`` (used by the Keras
+augmentation layers).
 
 Images are 3-D ``[height, width, channels]`` or 4-D ``[batch, height, width, channels]``
 tensors (NHWC), as in TF.  Every op works eagerly, inside ``tf.function`` and in
-``tf.data`` pipelines; the resize, crop, flip and rotation ops and the float conversions have
-gradients with respect to the image.
+``tf.data`` pipelines; the resize, crop, flip, rotation and projective-transform ops and the
+float conversions have gradients with respect to the image.
 """
 import numpy as np
 
@@ -341,3 +343,59 @@ def adjust_contrast(images, contrast_factor):
     mean = M.reduce_mean(x, axis=[-3, -2], keepdims=True)
     adjusted = M.add(M.multiply(M.subtract(x, mean), M.cast(factor, dtypes.float32)), mean)
     return convert_image_dtype(M.cast(adjusted, flt.dtype), images.dtype, saturate=True)
+
+
+# ---- projective transforms ----------------------------------------------------------------------
+def _choice(op_name, value, allowed, what):
+    if not isinstance(value, str) or value.lower() not in allowed:
+        raise ValueError(f"{op_name}: {what} must be one of {', '.join(allowed)}, got "
+                         f"{value!r}.")
+    return value.lower()
+
+
+def image_projective_transform(images, transforms, output_shape=None, interpolation="bilinear",
+                               fill_mode="constant", fill_value=0.0):
+    """Applies projective transforms to ``images`` (4-D, NHWC), as TF's
+    ``ImageProjectiveTransformV3``.
+
+    ``transforms`` is a float32 [1 or batch, 8] tensor: a row [a0, a1, a2, b0, b1, b2, c0, c1]
+    maps each output point (x, y) to the input point ((a0 x + a1 y + a2) / k,
+    (b0 x + b1 y + b2) / k), k = c0 x + c1 y + 1 (the inverse of the transform applied to the
+    image).  ``output_shape`` = [height, width] of the result (default: the input's).
+    ``interpolation``: "nearest" or "bilinear".  ``fill_mode`` says how points outside the
+    image are read: "reflect" (d c b a | a b c d | d c b a), "wrap" (a b c d | a b c d),
+    "nearest" (a a a a | a b c d | d d d d) or "constant" (``fill_value``).  The result has
+    the dtype of ``images``; it is differentiable with respect to floating-point images.
+    """
+    op_name = "image_projective_transform"
+    interpolation = _choice(op_name, interpolation, IR.INTERPOLATIONS, "interpolation")
+    fill_mode = _choice(op_name, fill_mode, IR.FILL_MODES, "fill_mode")
+    images = as_tensor(images)
+    transforms = as_tensor(transforms)
+    if output_shape is not None:
+        if isinstance(output_shape, Tensor):
+            output_shape = output_shape.numpy()
+        output_shape = tuple(checks.integers(op_name, output_shape, "output_shape"))
+        if len(output_shape) != 2 or min(output_shape) <= 0:
+            raise ValueError(f"{op_name}: output_shape must be 2 positive integers [height, "
+                             f"width], got {list(output_shape)}.")
+    return execute1(IR.PROJECTIVE_TRANSFORM, [images, transforms],
+                    {"output_shape": output_shape, "interpolation": interpolation,
+                     "fill_mode": fill_mode, "fill_value": float(np.asarray(fill_value))})
+
+
+def image_projective_transform_grad(grads, transforms, images, interpolation, fill_mode):
+    """The gradient of ``image_projective_transform`` with respect to ``images``."""
+    return execute1(IR.PROJECTIVE_TRANSFORM_GRAD,
+                    [as_tensor(grads), as_tensor(transforms), as_tensor(images)],
+                    {"interpolation": interpolation, "fill_mode": fill_mode})
+
+
+def random_per_image_uniform(images, count, seed=None):
+    """A float32 [batch, ``count``] tensor of uniform [0, 1) values, one row per image of
+    ``images`` (one row for a 3-D image), whose batch size may be known only when the graph
+    runs.  ``seed`` follows TF's seeding rules, like ``tf.random.uniform``'s."""
+    images = _image(images, "random_per_image_uniform", "images")
+    seed_value, counter = random_ops.seeded_stream(seed)
+    return execute1(IR.RANDOM_PER_IMAGE_UNIFORM, [images],
+                    {"count": int(count), "seed": seed_value, "counter": counter})

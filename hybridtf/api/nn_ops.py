@@ -185,13 +185,15 @@ def _padding(op_name, padding):
     return padding.upper()
 
 
-def _data_format(op_name, data_format):
+def check_data_format(op_name, data_format):
+    """Rejects layouts other than NHWC (the one the kernels take), saying how to convert."""
     if data_format not in (None, "NHWC"):
         checks.fail(op_name, f"only data_format='NHWC' is supported, got {data_format!r}; "
                     "transpose NCHW input with tf.transpose(x, [0, 2, 3, 1]).")
 
 
-def _conv_attrs(op_name, strides, padding, dilations):
+def conv_attrs(op_name, strides, padding, dilations):
+    """A convolution's attributes checked and in the kernels' form: (h, w) pairs, padding."""
     return {"strides": _pair(op_name, strides, "strides"), "padding": _padding(op_name, padding),
             "dilations": _pair(op_name, 1 if dilations is None else dilations, "dilations")}
 
@@ -199,28 +201,35 @@ def _conv_attrs(op_name, strides, padding, dilations):
 def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,
            name=None):  # noqa: A002
     """2-D convolution of NHWC ``input`` with [height, width, in, out] ``filters``."""
-    _data_format("conv2d", data_format)
+    check_data_format("conv2d", data_format)
     x, w = binary_operands("conv2d", input, filters)
-    return execute1(NN.CONV2D, [x, w], _conv_attrs("conv2d", strides, padding, dilations))
+    return execute1(NN.CONV2D, [x, w], conv_attrs("conv2d", strides, padding, dilations))
 
 
 def conv2d_backprop_input(input_sizes, filters, out_backprop, strides, padding,
                           data_format="NHWC", dilations=None, name=None):
     """The gradient of conv2d with respect to its input, of shape ``input_sizes``."""
-    _data_format("conv2d_backprop_input", data_format)
+    check_data_format("conv2d_backprop_input", data_format)
     w, dy = binary_operands("conv2d_backprop_input", filters, out_backprop)
-    attrs = _conv_attrs("conv2d_backprop_input", strides, padding, dilations)
-    attrs["input_shape"] = tuple(checks.integers("conv2d_backprop_input", input_sizes,
-                                                  "input_sizes"))
+    attrs = conv_attrs("conv2d_backprop_input", strides, padding, dilations)
+    attrs["input_shape"] = input_sizes_with_batch("conv2d_backprop_input", input_sizes)
     return execute1(NN.CONV2D_BACKPROP_INPUT, [w, dy], attrs)
+
+
+def input_sizes_with_batch(op_name, input_sizes, what="input_sizes"):
+    """``input_sizes`` as a tuple of ints; the batch size of a TensorShape may be unknown (None:
+    a traced input's, which the kernel takes from the gradient when the graph runs)."""
+    if hasattr(input_sizes, "as_list") and input_sizes.rank and input_sizes[0] is None:
+        return (None,) + tuple(checks.integers(op_name, input_sizes[1:], f"{what}[1:]"))
+    return tuple(checks.integers(op_name, input_sizes, what))
 
 
 def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides, padding,
                            data_format="NHWC", dilations=None, name=None):  # noqa: A002
     """The gradient of conv2d with respect to its filters, of shape ``filter_sizes``."""
-    _data_format("conv2d_backprop_filter", data_format)
+    check_data_format("conv2d_backprop_filter", data_format)
     x, dy = binary_operands("conv2d_backprop_filter", input, out_backprop)
-    attrs = _conv_attrs("conv2d_backprop_filter", strides, padding, dilations)
+    attrs = conv_attrs("conv2d_backprop_filter", strides, padding, dilations)
     attrs["filter_shape"] = tuple(checks.integers("conv2d_backprop_filter", filter_sizes,
                                                    "filter_sizes"))
     return execute1(NN.CONV2D_BACKPROP_FILTER, [x, dy], attrs)
@@ -233,14 +242,14 @@ def _pool_attrs(op_name, ksize, strides, padding):
 
 def max_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):  # noqa: A002
     """Max over ksize windows of NHWC input."""
-    _data_format("max_pool2d", data_format)
+    check_data_format("max_pool2d", data_format)
     return execute1(NN.MAX_POOL, [as_tensor(input)],
                     _pool_attrs("max_pool2d", ksize, strides, padding))
 
 
 def avg_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):  # noqa: A002
     """Mean over ksize windows of NHWC input (SAME padding averages real cells only)."""
-    _data_format("avg_pool2d", data_format)
+    check_data_format("avg_pool2d", data_format)
     return execute1(NN.AVG_POOL, [as_tensor(input)],
                     _pool_attrs("avg_pool2d", ksize, strides, padding))
 

@@ -1,5 +1,6 @@
-"""Image ops: resize (every method) and its gradient, cropping, rot90, and the random flips (their
-coin flips, and the flips of the images they select).
+"""Image ops: resize (every method) and its gradient, cropping, rot90, the random flips (their
+coin flips, and the flips of the images they select), projective transforms and their gradient,
+and per-image random draws (the parameters of the augmentation layers).
 
 Images are 3-D ``[height, width, channels]`` or 4-D ``[batch, height, width, channels]``.  The
 resize size, the crop box and rot90's ``k`` are attributes when known while tracing and inputs
@@ -336,3 +337,125 @@ FLIP_SELECTED = _one(
     "flip_selected", _flip_selected_eager, _flip_selected_infer,
     lambda record, grads: (None if grads[0] is None else IM.flip_selected(
         grads[0], record.inputs[1], record.attrs["axis"]), None))
+
+
+# ---- projective transforms ----------------------------------------------------------------------
+TRANSFORM_DTYPES = ("uint8", "int32", "int64", "float16", "float32", "float64")
+FILL_MODES = kernels.FILL_MODES
+INTERPOLATIONS = kernels.INTERPOLATIONS
+
+
+def _transform_infer(specs, attrs):
+    name = "image_projective_transform"
+    images, transforms = specs
+    if images.shape is None or len(images.shape) != 4:
+        checks.fail(name, f"images must be 4-D [batch, height, width, channels], got shape "
+                    f"{'unknown' if images.shape is None else checks.fmt_shape(images.shape)}.")
+    checks.allowed_dtype(name, images.dtype, TRANSFORM_DTYPES, "images")
+    if transforms.dtype != np.float32:
+        checks.fail(name, f"transforms must be float32, got "
+                    f"{checks.dtype_name(transforms.dtype)}; cast them with tf.cast.")
+    if transforms.shape is None or len(transforms.shape) != 2 \
+            or transforms.shape[1] not in (8, None):
+        shape = "unknown" if transforms.shape is None else checks.fmt_shape(transforms.shape)
+        checks.fail(name, f"transforms must be 2-D [1 or batch, 8], got shape {shape}.")
+    rows, batch = transforms.shape[0], images.shape[0]
+    if None not in (rows, batch) and rows not in (1, batch):
+        checks.fail(name, f"transforms must have 1 row or one per image: got {rows} rows for "
+                    f"images of shape {checks.fmt_shape(images.shape)}.")
+    height, width = attrs["output_shape"] or images.shape[1:3]
+    return [Spec((batch, height, width, images.shape[3]), images.dtype)]
+
+
+def _transform_check(arrays, attrs):
+    images, transforms = arrays
+    if transforms.shape[0] not in (1, images.shape[0]):
+        checks.fail("image_projective_transform", f"transforms must have 1 row or one per "
+                    f"image: got {transforms.shape[0]} rows for images of shape "
+                    f"{checks.fmt_shape(images.shape)}.")
+
+
+def _transform_eager(arrays, attrs):
+    images, transforms = arrays
+    height, width = attrs["output_shape"] or images.shape[1:3]
+    work = images.astype(np.float32) if images.dtype == np.float16 else images
+    out = np.empty((images.shape[0], height, width, images.shape[3]), work.dtype)
+    kernels.projective_transform(np.ascontiguousarray(work), np.ascontiguousarray(transforms),
+                                 kernels.fill_mode_code(attrs["fill_mode"]),
+                                 attrs["interpolation"] == "bilinear",
+                                 float(attrs["fill_value"]), out)
+    return out.astype(images.dtype, copy=False)
+
+
+def _transform_grad(record, grads):
+    images, transforms = record.inputs
+    if grads[0] is None or not images.dtype.is_floating:
+        return None, None
+    attrs = record.attrs
+    return IM.image_projective_transform_grad(grads[0], transforms, images,
+                                              attrs["interpolation"], attrs["fill_mode"]), None
+
+
+# The transform is differentiable with respect to the images (a linear map plus the fill); the
+# transforms get no gradient, as in TF.
+PROJECTIVE_TRANSFORM = _one("image_projective_transform", _transform_eager, _transform_infer,
+                            _transform_grad, check_values=_transform_check)
+
+
+def _transform_grad_infer(specs, attrs):
+    name = "image_projective_transform_grad"
+    grads, transforms, images = specs
+    for spec, what in ((grads, "grads"), (images, "images")):
+        if spec.shape is None or len(spec.shape) != 4:
+            checks.fail(name, f"{what} must be 4-D [batch, height, width, channels], got "
+                        f"{'unknown' if spec.shape is None else checks.fmt_shape(spec.shape)}.")
+    checks.allowed_dtype(name, grads.dtype, FLOATS, "grads")
+    return [Spec(images.shape, grads.dtype)]
+
+
+def _transform_grad_eager(arrays, attrs):
+    grads, transforms, images = arrays
+    work = grads.astype(np.float64)
+    out = np.zeros(images.shape, np.float64)
+    kernels.projective_transform_adjoint(np.ascontiguousarray(work),
+                                         np.ascontiguousarray(transforms),
+                                         kernels.fill_mode_code(attrs["fill_mode"]),
+                                         attrs["interpolation"] == "bilinear", out)
+    return out.astype(grads.dtype, copy=False)
+
+
+def _transform_grad_grad(record, grads):
+    # Linear in its gradient input: its own gradient is the transform with a zero fill.
+    grads_in, transforms, images = record.inputs
+    if grads[0] is None:
+        return None, None, None
+    attrs = record.attrs
+    return IM.image_projective_transform(
+        grads[0], transforms, output_shape=grads_in._shape_tuple[1:3],
+        interpolation=attrs["interpolation"], fill_mode=attrs["fill_mode"],
+        fill_value=0.0), None, None
+
+
+PROJECTIVE_TRANSFORM_GRAD = _one("image_projective_transform_grad", _transform_grad_eager,
+                                 _transform_grad_infer, _transform_grad_grad)
+
+
+# ---- per-image random draws ---------------------------------------------------------------------
+def _per_image_infer(specs, attrs):
+    image = specs[0]
+    _check_image("random_per_image_uniform", image.shape)
+    count = image.shape[0] if len(image.shape) == 4 else 1
+    return [Spec((count, attrs["count"]), np.dtype(np.float32))]
+
+
+def _per_image_eager(arrays, attrs):
+    image = arrays[0]
+    rows = image.shape[0] if image.ndim == 4 else 1
+    return random_kernels.uniform((rows, attrs["count"]), np.dtype(np.float32), attrs["seed"],
+                                  attrs["counter"])
+
+
+# ``count`` uniform [0, 1) values per image of a batch whose size may be known only when the
+# graph runs (the random parameters of the augmentation layers).
+RANDOM_PER_IMAGE_UNIFORM = _one("random_per_image_uniform", _per_image_eager, _per_image_infer,
+                                stateful=True, random_stream=True)

@@ -147,7 +147,9 @@ def conv_output_shape(name, x_shape, w_shape, attrs):
             cout)
 
 
-def _check_conv_pair(name, x_shape, w_shape, x_dtype, w_dtype):
+def check_conv_pair(name, x_shape, w_shape, x_dtype, w_dtype):
+    """Op ``name``'s check of an NHWC input and [height, width, in, ...] filters: ranks, input
+    depth and one float dtype."""
     if len(x_shape) != 4 or len(w_shape) != 4:
         checks.fail(name, f"input must be 4-D NHWC and filters 4-D [height, width, in, out]; got "
                     f"{checks.fmt_shape(x_shape)} and {checks.fmt_shape(w_shape)}.")
@@ -162,7 +164,7 @@ def _check_conv_pair(name, x_shape, w_shape, x_dtype, w_dtype):
 
 def _conv_infer(specs, attrs):
     x, w = specs
-    _check_conv_pair("conv2d", x.shape, w.shape, x.dtype, w.dtype)
+    check_conv_pair("conv2d", x.shape, w.shape, x.dtype, w.dtype)
     return [Spec(conv_output_shape("conv2d", x.shape, w.shape, attrs), x.dtype)]
 
 
@@ -192,7 +194,7 @@ CONV2D = register(OpDef(
 def _backprop_input_infer(specs, attrs):
     w, dy = specs
     x_shape = tuple(attrs["input_shape"])
-    _check_conv_pair("conv2d_backprop_input", x_shape, w.shape, w.dtype, dy.dtype)
+    check_conv_pair("conv2d_backprop_input", x_shape, w.shape, w.dtype, dy.dtype)
     expected = conv_output_shape("conv2d_backprop_input", x_shape, w.shape, attrs)
     if len(dy.shape) != 4 or any(None not in (a, b) and a != b for a, b in zip(dy.shape, expected)):
         checks.fail("conv2d_backprop_input", f"out_backprop has shape {checks.fmt_shape(dy.shape)} "
@@ -207,17 +209,24 @@ def _backprop_input_grad(record, grads):
     return (N.conv2d_backprop_filter(g, w.shape, dy, **kw), N.conv2d(g, w, **kw))
 
 
+def backprop_input_shape(attrs, dy):
+    """``attrs["input_shape"]``, with a batch size known only when the graph runs (None) taken
+    from the gradient ``dy``."""
+    shape = tuple(attrs["input_shape"])
+    return shape if shape[0] is not None else (dy.shape[0],) + shape[1:]
+
+
 CONV2D_BACKPROP_INPUT = register(OpDef(
     "conv2d_backprop_input", "opaque",
     {"cpu": lambda arrays, attrs: kernels.conv2d_backprop_input(
-        tuple(attrs["input_shape"]), arrays[0], arrays[1], *_conv_args(attrs))},
+        backprop_input_shape(attrs, arrays[1]), arrays[0], arrays[1], *_conv_args(attrs))},
     _backprop_input_infer, _backprop_input_grad))
 
 
 def _backprop_filter_infer(specs, attrs):
     x, dy = specs
     w_shape = tuple(attrs["filter_shape"])
-    _check_conv_pair("conv2d_backprop_filter", x.shape, w_shape, x.dtype, dy.dtype)
+    check_conv_pair("conv2d_backprop_filter", x.shape, w_shape, x.dtype, dy.dtype)
     expected = conv_output_shape("conv2d_backprop_filter", x.shape, w_shape, attrs)
     if len(dy.shape) != 4 or any(None not in (a, b) and a != b for a, b in zip(dy.shape, expected)):
         checks.fail("conv2d_backprop_filter", f"out_backprop has shape "

@@ -37,7 +37,7 @@ from hybridtf.framework.variables import (Variable, VariableAggregation,
 from hybridtf.graph import func_graph
 from hybridtf.keras import backend, initializers
 from hybridtf.keras import metrics as metrics_lib
-from hybridtf.keras.layers import keras_tensor
+from hybridtf.keras.layers import keras_masks, keras_tensor
 from hybridtf.keras.layers.input_spec import assert_input_compatibility
 from hybridtf.keras.layers.layer_utils import (
     as_shape_structure, dedup, dtype_name, get_constraint, get_regularizer, leaves,
@@ -77,7 +77,8 @@ _CALL_CONTEXT = _CallContext()
 class _CallSpec:
     """What ``call``'s signature accepts, worked out once per class."""
 
-    __slots__ = ("accepts_training", "training_index", "training_default", "function")
+    __slots__ = ("accepts_training", "training_index", "training_default", "accepts_mask",
+                 "mask_index", "function")
 
     def __init__(self, layer_class):
         call = layer_class.call
@@ -94,6 +95,12 @@ class _CallSpec:
                 self.training_index = names.index("training") - 1  # after `inputs`
             if param.default is not param.empty:
                 self.training_default = param.default
+        self.accepts_mask = "mask" in names
+        self.mask_index = None   # its position after `inputs`, when it can be positional
+        if self.accepts_mask:
+            param = params[names.index("mask")]
+            if param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
+                self.mask_index = names.index("mask") - 1
         self.function = call
 
 
@@ -582,9 +589,17 @@ class Layer(Module):
                             "argument.")
         if keras_tensor.contains_keras_tensor(inputs):
             return self._functional_call(inputs, args, kwargs)
+        input_mask = keras_masks.masks_of(inputs)   # before a cast makes new tensors
         inputs = self._convert_inputs(inputs)
         spec = _call_spec(type(self))
         training, args = self._resolve_training(spec, args, kwargs)
+        if spec.accepts_mask:
+            if spec.mask_index is not None and len(args) > spec.mask_index:
+                input_mask = args[spec.mask_index]
+            elif kwargs.get("mask") is None and input_mask is not None:
+                kwargs["mask"] = input_mask
+            else:
+                input_mask = kwargs.get("mask")
         stack = _CALL_CONTEXT.training
         if not stack and _CALL_CONTEXT.losses_added:
             self._clear_call_losses()
@@ -600,6 +615,8 @@ class Layer(Module):
             stack.pop()
         if self._activity_regularizer is not None:
             self._add_activity_loss(outputs)
+        if self.supports_masking or type(self).compute_mask is not Layer.compute_mask:
+            keras_masks.attach(outputs, self.compute_mask(inputs, input_mask))
         return outputs
 
     def _call_function(self):
@@ -671,7 +688,9 @@ class Layer(Module):
         return nest.map_structure(lambda s: TensorSpec(s, self._dtype), shapes)
 
     def compute_mask(self, inputs, mask=None):
-        return None
+        """The mask of the outputs for ``inputs`` with mask ``mask``: the input's mask when
+        the layer ``supports_masking`` (it keeps the time axis), else None."""
+        return mask if self.supports_masking else None
 
     @property
     def output_shape(self):

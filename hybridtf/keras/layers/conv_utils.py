@@ -23,10 +23,11 @@ def normalize_tuple(value, n, name, allow_zero=False):
     return values
 
 
-def normalize_padding(value):
-    if not isinstance(value, str) or value.lower() not in ("valid", "same"):
-        raise ValueError(f'The `padding` argument must be one of "valid", "same". Received: '
-                         f"{value!r}")
+def normalize_padding(value, allowed=("valid", "same")):
+    """``value`` lower-cased, one of ``allowed`` (Conv1D also allows "causal")."""
+    if not isinstance(value, str) or value.lower() not in allowed:
+        names = ", ".join(f'"{name}"' for name in allowed)
+        raise ValueError(f"The `padding` argument must be one of {names}. Received: {value!r}")
     return value.lower()
 
 
@@ -40,10 +41,37 @@ def normalize_data_format(value):
 
 
 def output_length(input_length, window, padding, stride, dilation=1):
-    """The output size along one spatial axis (None stays None)."""
+    """The output size along one spatial axis (None stays None); "causal" pads like "same",
+    all before the input."""
     if input_length is None:
         return None
-    if padding == "same":
+    if padding in ("same", "causal"):
         return -(-input_length // stride)
     effective = (window - 1) * dilation + 1
     return max(0, -(-(input_length - effective + 1) // stride))
+
+
+def transposed_output_length(input_length, window, padding, output_padding, stride, dilation=1):
+    """The output size along one spatial axis of a transposed convolution (None stays None):
+    the input size of the convolution whose output has ``input_length`` (``output_padding``
+    None: the smallest such size for "valid", ``input_length * stride`` for "same")."""
+    if input_length is None:
+        return None
+    effective = (window - 1) * dilation + 1
+    if output_padding is None:
+        if padding == "valid":
+            return input_length * stride + max(effective - stride, 0)
+        return input_length * stride
+    pad = effective // 2 if padding == "same" else 0
+    return (input_length - 1) * stride + effective - 2 * pad + output_padding
+
+
+def channels_last_perm(rank):
+    """The transpose that moves the channels of a channels_first tensor with ``rank``
+    spatial axes last."""
+    return [0] + list(range(2, rank + 2)) + [1]
+
+
+def channels_first_perm(rank):
+    """The inverse of ``channels_last_perm``."""
+    return [0, rank + 1] + list(range(1, rank + 1))

@@ -1,0 +1,469 @@
+"""Fused recurrences over time: SimpleRNN, LSTM and GRU, forward and backprop through time.
+
+Each forward kernel runs a whole sequence in one native loop.  The input projection
+``x @ kernel + bias`` for every step is computed by the caller (one GEMM), so a kernel only
+adds ``h @ recurrent_kernel`` (one matrix product per step; LSTM's through ``gemm``, accumulated
+onto the projection in its gates buffer) and applies the gates.  Layout is
+batch-major: projections [batch, time, gates * units], states [batch, units], the mask
+[batch, time] (bool; False: the step is skipped).  Gates are in Keras's order: LSTM (i, f, c, o),
+GRU (z, r, h).
+
+Masked steps keep the state; the output there repeats the previous output (zeros before the
+first step) or, with ``zero_output``, is zeros.  With ``backwards`` the time axis is read from
+the end; outputs are written in the order the steps run (Keras's ``go_backwards``).
+
+The forward kernels also return what their backward kernels need (the state after every step,
+the gate activations), indexed by step; the backward kernels return the gradients of the
+projection, the initial states and the recurrent weights.
+"""
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic, overload
+
+from ops.kernel_cache import njit
+from ops.linalg import gemm
+
+_jit = njit(error_model="numpy", nogil=True)
+
+# float32 gates are computed in float32 arithmetic (a loop over a row then vectorizes 8 or 16
+# wide) with an exp of our own: 2^n * exp(r), |r| <= ln(2) / 2, exp(r) by its Taylor series to
+# degree 7.  sigmoid and tanh so computed are within 2 units in the last place (float32) of the
+# exact values for |v| < 85; below -85 sigmoid is the smallest normal float instead of a
+# subnormal.  float64 gates use the library's exp and tanh.
+_F32 = np.float32
+_ZERO, _HALF, _ONE, _TWO = _F32(0.0), _F32(0.5), _F32(1.0), _F32(2.0)
+_EXP_FLOOR = _F32(-87.0)              # 2^n stays a normal float32
+_LOG2E = _F32(1.4426950408889634)
+_LN2_HI = _F32(0.693359375)           # ln 2 in two parts: n * _LN2_HI is exact
+_LN2_LO = _F32(-2.12194440e-4)
+_C3, _C4, _C5, _C6, _C7 = (_F32(1.0 / 6), _F32(1.0 / 24), _F32(1.0 / 120), _F32(1.0 / 720),
+                           _F32(1.0 / 5040))
+
+
+@intrinsic
+def _pow2_f32(typingctx, n):
+    """2.0 ** n as a float32, for an int32 n in [-126, 127], built from its exponent bits (no
+    library call, so loops over it vectorize)."""
+    def codegen(context, builder, signature, args):
+        i32 = ir.IntType(32)
+        bits = builder.shl(builder.add(args[0], ir.Constant(i32, 127)), ir.Constant(i32, 23))
+        return builder.bitcast(bits, ir.FloatType())
+    return types.float32(types.int32), codegen
+
+
+@_jit
+def _exp_parts_f32(y):
+    """(2^n, q) with exp(y) = 2^n * (1 + q), for a float32 y <= 0 (clamped at -87): q is
+    exp(r) - 1 without the cancellation, so that expm1 stays accurate near 0."""
+    y = max(y, _EXP_FLOOR)
+    n = np.floor(y * _LOG2E + _HALF)
+    r = (y - n * _LN2_HI) - n * _LN2_LO
+    q = r * (_ONE + r * (_HALF + r * (_C3 + r * (_C4 + r * (_C5 + r * (_C6 + r * _C7))))))
+    return _pow2_f32(np.int32(n)), q
+
+
+@_jit
+def _sigmoid_f32(v):
+    scale, q = _exp_parts_f32(-abs(v))
+    e = scale * (_ONE + q)             # exp(-|v|)
+    d = _ONE / (_ONE + e)
+    return d if v >= _ZERO else e * d
+
+
+@_jit
+def _tanh_f32(v):
+    scale, q = _exp_parts_f32(-_TWO * abs(v))
+    em1 = scale * q + (scale - _ONE)   # expm1(-2|v|)
+    t = -em1 / (_TWO + em1)
+    return t if v >= _ZERO else -t
+
+
+def _sigmoid(v):
+    """sigmoid(v), in v's float type (see the note on float32 above)."""
+
+
+@overload(_sigmoid)
+def _sigmoid_impl(v):
+    if v == types.float32:
+        return lambda v: _sigmoid_f32(v)
+    return lambda v: 1.0 / (1.0 + np.exp(-v))
+
+
+def _tanh(v):
+    """tanh(v), in v's float type (see the note on float32 above)."""
+
+
+@overload(_tanh)
+def _tanh_impl(v):
+    if v == types.float32:
+        return lambda v: _tanh_f32(v)
+    return lambda v: np.tanh(v)
+
+
+@_jit
+def _sigmoid_into(a, b, out, start, stop):
+    """out[j] = sigmoid(a[j] + b[j]) for j in [start, stop): one row, a loop that vectorizes."""
+    for j in range(start, stop):
+        out[j] = _sigmoid(a[j] + b[j])
+
+
+@_jit
+def _tanh_into(a, b, out, start, stop):
+    """out[j] = tanh(a[j] + b[j]) for j in [start, stop)."""
+    for j in range(start, stop):
+        out[j] = _tanh(a[j] + b[j])
+
+
+@_jit
+def _time_index(step, steps, backwards):
+    return steps - 1 - step if backwards else step
+
+
+@_jit
+def _write_output(out, s, b, h, prev_out, keep, zero_output):
+    """out[b, s] for step s: the new state where the step ran, else the previous output."""
+    units = h.shape[0]
+    for j in range(units):
+        if keep:
+            out[b, s, j] = h[j]
+        elif zero_output or s == 0:
+            out[b, s, j] = 0.0
+        else:
+            out[b, s, j] = prev_out[j]
+
+
+@_jit
+def _output_grad(d_out, s, carry, keep, zero_output, into):
+    """Adds the gradient reaching step s's output to ``into`` (the state's gradient) where the
+    step ran; where it was masked, the output repeated the previous one, so the gradient is
+    carried to step s - 1 (``carry``) instead."""
+    batch, units = carry.shape
+    for b in range(batch):
+        for j in range(units):
+            g = d_out[b, s, j] + carry[b, j]
+            if keep[b]:
+                into[b, j] += g
+                carry[b, j] = 0.0
+            elif zero_output:
+                carry[b, j] = 0.0
+            else:
+                carry[b, j] = g
+
+
+@_jit
+def _previous_states(h0, hs, backwards):
+    """The state each step read (h0, then the state after the step before), placed at the
+    step's time index: [batch, time, units]."""
+    batch, steps, units = hs.shape
+    prev = np.empty((batch, steps, units), hs.dtype)
+    for s in range(steps):
+        t = _time_index(s, steps, backwards)
+        if s == 0:
+            prev[:, t] = h0
+        else:
+            prev[:, t] = hs[:, s - 1]
+    return prev
+
+
+@_jit
+def _summed_product(a, b):
+    """The sum over batch and time of a[:, t]^T @ b[:, t] (a recurrent kernel's gradient) as
+    one matrix product; a [batch, time, m], b [batch, time, n], both C-contiguous."""
+    batch, steps, m = a.shape
+    return np.dot(a.reshape(batch * steps, m).T, b.reshape(batch * steps, b.shape[2]))
+
+
+@_jit
+def _recurrent_kernel_grad(h0, hs, d_pre, backwards):
+    """sum over steps of h_prev^T @ d_pre[:, t], d_pre [batch, time, width] by time."""
+    return _summed_product(_previous_states(h0, hs, backwards), d_pre)
+
+
+# ---- SimpleRNN (tanh) --------------------------------------------------------------------------
+@_jit
+def simple_rnn_forward(xp, h0, rk, mask, backwards, zero_output):
+    """h_t = tanh(xp_t + h_{t-1} @ rk).  Returns (outputs, last h, states by step)."""
+    batch, steps, units = xp.shape
+    out = np.empty((batch, steps, units), xp.dtype)
+    states = np.empty((batch, steps, units), xp.dtype)
+    h = h0.copy()
+    for s in range(steps):
+        t = _time_index(s, steps, backwards)
+        z = np.dot(h, rk)
+        for b in range(batch):
+            keep = mask[b, t]
+            if keep:
+                _tanh_into(xp[b, t], z[b], h[b], 0, units)
+            _write_output(out, s, b, h[b], out[b, s - 1], keep, zero_output)
+            states[b, s] = h[b]
+    return out, h, states
+
+
+@_jit
+def simple_rnn_backward(h0, rk, mask, states, d_out, d_h, backwards, zero_output):
+    """Backprop through time of ``simple_rnn_forward``: (d_xp, d_h0, d_rk)."""
+    batch, steps, units = states.shape
+    d_xp = np.zeros((batch, steps, units), states.dtype)
+    dh = d_h.copy()
+    carry = np.zeros_like(dh)
+    da = np.zeros_like(dh)
+    keep = np.empty(batch, np.bool_)
+    for s in range(steps - 1, -1, -1):
+        t = _time_index(s, steps, backwards)
+        for b in range(batch):
+            keep[b] = mask[b, t]
+        _output_grad(d_out, s, carry, keep, zero_output, dh)
+        for b in range(batch):
+            for j in range(units):
+                if keep[b]:
+                    h = states[b, s, j]
+                    da[b, j] = dh[b, j] * (1.0 - h * h)
+                    d_xp[b, t, j] = da[b, j]
+                else:
+                    da[b, j] = 0.0
+        back = np.dot(da, rk.T)
+        for b in range(batch):
+            if keep[b]:
+                dh[b] = back[b]
+    return d_xp, dh, _recurrent_kernel_grad(h0, states, d_xp, backwards)
+
+
+# ---- LSTM --------------------------------------------------------------------------------------
+@_jit
+def _lstm_cell(gb, cb, hb, units):
+    """One row of one step, in place: the pre-activations gb (i, f, c, o) become the gate
+    activations, cb the new cell state and hb the new output."""
+    for j in range(units):
+        i = _sigmoid(gb[j])
+        f = _sigmoid(gb[units + j])
+        g = _tanh(gb[2 * units + j])
+        o = _sigmoid(gb[3 * units + j])
+        gb[j] = i
+        gb[units + j] = f
+        gb[2 * units + j] = g
+        gb[3 * units + j] = o
+        c = f * cb[j] + i * g
+        cb[j] = c
+        hb[j] = o * _tanh(c)
+
+
+@_jit
+def lstm_forward(xp, h0, c0, rk, mask, backwards, zero_output):
+    """Keras's LSTM cell over the sequence: gates (i, f, c, o) = xp_t + h @ rk; c = f * c +
+    i * tanh(.); h = o * tanh(c).  Returns (outputs, last h, last c, h by step, c by step,
+    gate activations by step).  rk and h0 C-contiguous."""
+    batch, steps, four = xp.shape
+    units = four // 4
+    out = np.empty((batch, steps, units), xp.dtype)
+    hs = np.empty((batch, steps, units), xp.dtype)
+    cs = np.empty((batch, steps, units), xp.dtype)
+    gates = np.empty((batch, steps, four), xp.dtype)
+    h = h0.copy()
+    c = c0.copy()
+    h_flat = h.reshape(h.size)
+    rk_flat = rk.reshape(rk.size)
+    gates_flat = gates.reshape(gates.size)
+    for s in range(steps):
+        t = _time_index(s, steps, backwards)
+        for b in range(batch):
+            gates[b, s] = xp[b, t]
+        # gates[:, s] += h @ rk: rows of gates[:, s] lie steps * four apart
+        gemm(False, False, batch, four, units, 1.0, h_flat, units, rk_flat, four, 1.0,
+             gates_flat[s * four:], steps * four)
+        for b in range(batch):
+            keep = mask[b, t]
+            if keep:
+                _lstm_cell(gates[b, s], c[b], h[b], units)
+            else:
+                gates[b, s] = 0.0
+            _write_output(out, s, b, h[b], out[b, s - 1], keep, zero_output)
+            hs[b, s] = h[b]
+            cs[b, s] = c[b]
+    return out, h, c, hs, cs, gates
+
+
+@_jit
+def lstm_backward(h0, c0, rk, mask, hs, cs, gates, d_out, d_h, d_c, backwards, zero_output):
+    """Backprop through time of ``lstm_forward``: (d_xp, d_h0, d_c0, d_rk).  rk C-contiguous."""
+    batch, steps, units = hs.shape
+    four = 4 * units
+    d_xp = np.empty((batch, steps, four), hs.dtype)
+    dh = d_h.copy()
+    dc = d_c.copy()
+    carry = np.zeros_like(dh)
+    dz = np.empty((batch, four), hs.dtype)   # one step's pre-activation gradient
+    back = np.empty_like(dh)                 # dz @ rk^T
+    tcs = np.empty(units, hs.dtype)          # tanh(c) of one row
+    keep = np.empty(batch, np.bool_)
+    rk_flat = rk.reshape(rk.size)
+    dz_flat = dz.reshape(dz.size)
+    back_flat = back.reshape(back.size)
+    for s in range(steps - 1, -1, -1):
+        t = _time_index(s, steps, backwards)
+        for b in range(batch):
+            keep[b] = mask[b, t]
+        _output_grad(d_out, s, carry, keep, zero_output, dh)
+        c_prev = c0 if s == 0 else cs[:, s - 1]
+        for b in range(batch):
+            dzb = dz[b]
+            if not keep[b]:
+                dzb[:] = 0.0
+                d_xp[b, t] = 0.0
+                continue
+            gb, csb, cpb, dhb, dcb = gates[b, s], cs[b, s], c_prev[b], dh[b], dc[b]
+            for j in range(units):
+                tcs[j] = _tanh(csb[j])
+            for j in range(units):
+                i = gb[j]
+                f = gb[units + j]
+                g = gb[2 * units + j]
+                o = gb[3 * units + j]
+                tc = tcs[j]
+                dct = dcb[j] + dhb[j] * o * (_ONE - tc * tc)
+                dzb[j] = dct * g * i * (_ONE - i)
+                dzb[units + j] = dct * cpb[j] * f * (_ONE - f)
+                dzb[2 * units + j] = dct * i * (_ONE - g * g)
+                dzb[3 * units + j] = dhb[j] * tc * o * (_ONE - o)
+                dcb[j] = dct * f
+            d_xp[b, t] = dzb
+        gemm(False, True, batch, units, four, 1.0, dz_flat, four, rk_flat, four, 0.0,
+             back_flat, units)
+        for b in range(batch):
+            if keep[b]:
+                dh[b] = back[b]
+    return d_xp, dh, dc, _recurrent_kernel_grad(h0, hs, d_xp, backwards)
+
+
+# ---- GRU ---------------------------------------------------------------------------------------
+@_jit
+def gru_forward(xp, h0, rk, rb, mask, backwards, zero_output, reset_after):
+    """Keras's GRU cell over the sequence, gates (z, r, h).  With ``reset_after`` (Keras's
+    default) the reset gate multiplies ``h @ rk_h + rb_h`` (``rb``: the recurrent bias);
+    without, it multiplies h before ``@ rk_h`` (and ``rb`` is unused).  h = z * h_prev +
+    (1 - z) * hh.  Returns (outputs, last h, h by step, gate activations by step, the
+    recurrent part of the candidate by step: ``h @ rk_h + rb_h`` with ``reset_after``)."""
+    batch, steps, three = xp.shape
+    units = three // 3
+    out = np.empty((batch, steps, units), xp.dtype)
+    hs = np.empty((batch, steps, units), xp.dtype)
+    gates = np.zeros((batch, steps, three), xp.dtype)
+    cand = np.zeros((batch, steps, units), xp.dtype)
+    h = h0.copy()
+    if not reset_after:
+        rb = np.zeros_like(rb)    # only the reset-after form has a recurrent bias
+    rk_zr = np.ascontiguousarray(rk[:, :2 * units])
+    rk_h = np.ascontiguousarray(rk[:, 2 * units:])
+    rh = np.empty_like(h)
+    pre = np.empty(units, xp.dtype)      # the candidate's pre-activation, one row
+    for s in range(steps):
+        t = _time_index(s, steps, backwards)
+        zr = np.dot(h, rk_zr)
+        for b in range(batch):
+            zrb, gb = zr[b], gates[b, s]
+            for j in range(2 * units):
+                zrb[j] += rb[j]
+            _sigmoid_into(zrb, xp[b, t], gb, 0, 2 * units)     # z, r
+            for j in range(units):
+                rh[b, j] = gb[units + j] * h[b, j]
+        hh_rec = np.dot(h, rk_h) if reset_after else np.dot(rh, rk_h)
+        for b in range(batch):
+            keep = mask[b, t]
+            if keep:
+                xb, gb, hb, rec = xp[b, t], gates[b, s], h[b], hh_rec[b]
+                if reset_after:
+                    for j in range(units):
+                        rec[j] += rb[2 * units + j]
+                        cand[b, s, j] = rec[j]
+                    for j in range(units):
+                        pre[j] = gb[units + j] * rec[j]
+                else:
+                    pre[:] = rec
+                _tanh_into(xb[2 * units:], pre, gb[2 * units:], 0, units)   # candidate
+                for j in range(units):
+                    z = gb[j]
+                    hb[j] = z * hb[j] + (1.0 - z) * gb[2 * units + j]
+            _write_output(out, s, b, h[b], out[b, s - 1], keep, zero_output)
+            hs[b, s] = h[b]
+    return out, h, hs, gates, cand
+
+
+@_jit
+def gru_backward(h0, rk, mask, hs, gates, cand, d_out, d_h, backwards, zero_output,
+                 reset_after):
+    """Backprop through time of ``gru_forward``: (d_xp, d_h0, d_rk, d_rb)."""
+    batch, steps, units = hs.shape
+    three = 3 * units
+    d_xp = np.zeros((batch, steps, three), hs.dtype)
+    rk_zr = np.ascontiguousarray(rk[:, :2 * units])
+    rk_h = np.ascontiguousarray(rk[:, 2 * units:])
+    prev = _previous_states(h0, hs, backwards)
+    # By time: the gradient of the candidate's recurrent part, and what rk_h multiplied
+    # (h_prev with reset_after, r * h_prev without).
+    d_hh_t = np.zeros((batch, steps, units), hs.dtype)
+    rh_t = prev if reset_after else np.zeros((batch, steps, units), hs.dtype)
+    dh = d_h.copy()
+    carry = np.zeros_like(dh)
+    d_zr = np.zeros((batch, 2 * units), hs.dtype)   # pre-activation grads of z and r
+    d_hh = np.zeros((batch, units), hs.dtype)
+    direct = np.zeros_like(dh)                       # h_prev's grad through z * h_prev
+    d_rh = np.zeros_like(dh)
+    keep = np.empty(batch, np.bool_)
+    for s in range(steps - 1, -1, -1):
+        t = _time_index(s, steps, backwards)
+        for b in range(batch):
+            keep[b] = mask[b, t]
+        _output_grad(d_out, s, carry, keep, zero_output, dh)
+        h_prev = prev[:, t]
+        if not reset_after:
+            # the candidate's pre-activation reaches r * h_prev through rk_h
+            for b in range(batch):
+                for j in range(units):
+                    hh = gates[b, s, 2 * units + j]
+                    z = gates[b, s, j]
+                    d_hh[b, j] = dh[b, j] * (1.0 - z) * (1.0 - hh * hh) if keep[b] else 0.0
+                    rh_t[b, t, j] = gates[b, s, units + j] * h_prev[b, j]
+            d_rh[:] = np.dot(d_hh, rk_h.T)
+        for b in range(batch):
+            if not keep[b]:
+                d_zr[b] = 0.0
+                d_hh[b] = 0.0
+                continue
+            for j in range(units):
+                z = gates[b, s, j]
+                r = gates[b, s, units + j]
+                hh = gates[b, s, 2 * units + j]
+                g = dh[b, j]
+                da_h = g * (1.0 - z) * (1.0 - hh * hh)
+                d_zr[b, j] = g * (h_prev[b, j] - hh) * z * (1.0 - z)
+                direct[b, j] = g * z
+                d_xp[b, t, 2 * units + j] = da_h
+                if reset_after:
+                    d_zr[b, units + j] = da_h * cand[b, s, j] * r * (1.0 - r)
+                    d_hh[b, j] = da_h * r
+                else:
+                    d_zr[b, units + j] = d_rh[b, j] * h_prev[b, j] * r * (1.0 - r)
+                    direct[b, j] += d_rh[b, j] * r
+                d_xp[b, t, j] = d_zr[b, j]
+                d_xp[b, t, units + j] = d_zr[b, units + j]
+                d_hh_t[b, t, j] = d_hh[b, j]
+        back = np.dot(d_zr, rk_zr.T)
+        if reset_after:
+            back += np.dot(d_hh, rk_h.T)
+        for b in range(batch):
+            if keep[b]:
+                for j in range(units):
+                    dh[b, j] = back[b, j] + direct[b, j]
+    d_rk = np.empty((units, three), hs.dtype)
+    d_rk[:, :2 * units] = _summed_product(prev, np.ascontiguousarray(d_xp[:, :, :2 * units]))
+    d_rk[:, 2 * units:] = _summed_product(rh_t, d_hh_t)
+    d_rb = np.zeros(three, hs.dtype)
+    if reset_after:   # the recurrent bias has the gradient of what it is added to
+        flat = d_xp.reshape(batch * steps, three)
+        flat_hh = d_hh_t.reshape(batch * steps, units)
+        for k in range(batch * steps):
+            for j in range(2 * units):
+                d_rb[j] += flat[k, j]
+            for j in range(units):
+                d_rb[2 * units + j] += flat_hh[k, j]
+    return d_xp, dh, d_rk, d_rb
