@@ -7,7 +7,8 @@ import sys
 # Only modules that import no NumPy and no framework here: --threads must act before they load.
 from benchmarks import frameworks
 
-WORKLOAD_IDS = ("W0", "W1", "W2", "W3", "W4", "W5", "W6", "D0", "C1", "M1", "R1", "D1")
+WORKLOAD_IDS = ("W0", "W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "K1", "K2", "D0", "C1",
+                "M1", "R1", "D1")
 
 DEFAULT_RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
@@ -34,6 +35,9 @@ def parse_args(argv):
     parser.add_argument("--threads", type=int, metavar="N",
                         help="pin the suite and its child processes to N CPUs and set the "
                              "frameworks' thread counts to N (default: their own defaults)")
+    parser.add_argument("--load", type=int, default=0, metavar="N",
+                        help="run N processes that keep a core busy each while the workloads "
+                             "run (a machine where other work runs; default 0)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     return parser.parse_args(argv)
 
@@ -56,7 +60,7 @@ def main(argv=None):
     try:
         results = run_suite(only=_split(args.only), profile=profile,
                             frameworks_allowed=_split(args.frameworks),
-                            log=None if args.quiet else _progress)
+                            log=None if args.quiet else _progress, load=args.load)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

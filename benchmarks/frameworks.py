@@ -23,6 +23,7 @@ _LABELS = {
     ("hybridtf", "eager"): "hybridtf eager",
     ("hybridtf", "function"): "hybridtf function",
     ("hybridtf", "mpi"): "hybridtf MPI",
+    ("hybridtf", "step"): "hybridtf step",
     ("torch", "ddp"): "PyTorch DDP (gloo)",
 }
 
@@ -53,10 +54,14 @@ def key(framework, mode):
 _loaded = {}
 
 
-def _quiet_environment():
+def _prepare_environment():
     # Keep peers' start-up chatter off the table; set before their first import.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    # The workloads time compiled steps: a traced function compiles on its first call (by
+    # default hybridtf runs it on the interpreter while compiling in the background; C1, which
+    # times the first result, sets this to "0").
+    os.environ.setdefault("HYBRIDTF_SYNCHRONOUS_COMPILATION", "1")
 
 
 def load(name):
@@ -70,7 +75,7 @@ def load(name):
         if isinstance(result, Exception):
             raise result
         return result
-    _quiet_environment()
+    _prepare_environment()
     try:
         module = importlib.import_module(name)
         if name == "jax":

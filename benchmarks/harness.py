@@ -27,10 +27,12 @@ class Prepared:
     ``call`` runs the timed unit once and returns only when its result is computed (JAX's
     asynchronous dispatch is waited for). ``check`` returns the NumPy result compared between
     frameworks before any timing; for train steps it runs ``check_steps`` steps from the initial
-    weights and returns the losses and the final weights.
+    weights and returns the losses and the final weights.  ``units``: the figures are per unit
+    of the workload, a call's time divided by this.
     """
     call: Callable[[], Any]
     check: Optional[Callable[[], Any]] = None
+    units: int = 1   # what one call does, in the workload's unit (K1: train steps of one fit)
 
     def result(self):
         from benchmarks.frameworks import to_numpy
@@ -75,6 +77,16 @@ def summarize(samples):
         return {"samples": [], "median": None, "min": None, "max": None}
     return {"samples": list(samples), "median": statistics.median(samples),
             "min": min(samples), "max": max(samples)}
+
+
+def per_unit(timing, units):
+    """A ``time_alternating`` timing of calls of ``units`` units each, per unit."""
+    if units == 1:
+        return timing
+    out = summarize([sample / units for sample in timing["samples"]])
+    out["number"] = timing["number"]
+    out["units_per_call"] = units
+    return out
 
 
 def time_alternating(calls, profile):

@@ -5,7 +5,12 @@ another process holds a core (a parallel region waits for its descheduled thread
 shows this measure next to each workload so that a reader can tell noise from a regression.
 """
 import os
+import subprocess
+import sys
 import time
+
+# A process that keeps one core busy, as any other program running on the machine would.
+_BUSY_LOOP = "while True:\n    pass\n"
 
 
 def _busy_seconds():
@@ -38,4 +43,31 @@ class LoadMonitor:
         wall, busy, own = time.perf_counter() - wall0, _busy_seconds(), _own_seconds() - own0
         if busy is not None and busy0 is not None and wall > 0:
             self.other_cpus = max(0.0, (busy - busy0 - own) / wall)
+        return False
+
+
+class BusyProcesses:
+    """``with BusyProcesses(n): ...`` runs ``n`` processes that each keep one core busy during
+    the block (``--load n``): every variant of every workload is timed on a machine where
+    other work runs, the usual case on a laptop or a shared server."""
+
+    def __init__(self, count):
+        if count < 0:
+            raise ValueError(f"--load must be >= 0, got {count}")
+        self.count = count
+        self._processes = []
+
+    def __enter__(self):
+        for _ in range(self.count):
+            self._processes.append(subprocess.Popen(
+                [sys.executable, "-c", _BUSY_LOOP], stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        return self
+
+    def __exit__(self, *exc_info):
+        for process in self._processes:
+            process.kill()
+        for process in self._processes:
+            process.wait()
+        self._processes = []
         return False

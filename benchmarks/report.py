@@ -147,6 +147,9 @@ def format_results(results):
              f"versions: {versions}",
              f"timing-loop overhead per call: {format_time(meta['harness_overhead_s'])} "
              f"(included in every figure); suite wall time {meta['wall_s']:.0f} s", ""]
+    if meta.get("load"):
+        lines[-1:-1] = [f"loaded: {meta['load']} busy process(es) kept a core each busy "
+                        "while the workloads ran (--load)"]
     for workload in results["workloads"].values():
         lines.append(f"{workload['id']}  {workload['title']}  [{workload['shapes']}]")
         other = workload.get("other_load_cpus")

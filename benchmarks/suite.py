@@ -7,8 +7,8 @@ import time
 
 from benchmarks import frameworks, profiles
 from benchmarks.agreement import compare
-from benchmarks.harness import harness_overhead, time_alternating
-from benchmarks.machine_load import LoadMonitor
+from benchmarks.harness import harness_overhead, per_unit, time_alternating
+from benchmarks.machine_load import BusyProcesses, LoadMonitor
 from benchmarks.records import NOT_SELECTED, new_variant, record_failure, selected
 from benchmarks.workloads import WORKLOADS
 
@@ -54,7 +54,8 @@ def run_timed(workload, profile, allowed, log):
         for entry in variants:
             if entry["key"] in timings:
                 entry["status"] = "ok"
-                entry["metrics"]["time_s"] = timings[entry["key"]]
+                entry["metrics"]["time_s"] = per_unit(timings[entry["key"]],
+                                                      prepared[entry["key"]].units)
             elif entry["key"] in failures:
                 record_failure(entry, failures[entry["key"]])
     del prepared
@@ -91,11 +92,12 @@ def metadata(profile, allowed):
     return info
 
 
-def run_suite(only=None, profile="full", frameworks_allowed=None, log=_log_to_stderr):
+def run_suite(only=None, profile="full", frameworks_allowed=None, log=_log_to_stderr, load=0):
     """Run workloads (ids in ``only``, default all) and return the results as a dict.
 
     ``frameworks_allowed`` restricts the frameworks (names from ``frameworks.FRAMEWORKS``);
-    ``log`` receives progress lines (``None`` for silence).
+    ``log`` receives progress lines (``None`` for silence); ``load``: processes that keep a core
+    busy each while the workloads run (``machine_load.BusyProcesses``).
     """
     profile = profiles.get(profile)
     started = time.perf_counter()
@@ -116,6 +118,15 @@ def run_suite(only=None, profile="full", frameworks_allowed=None, log=_log_to_st
             raise ValueError(f"unknown framework(s) {sorted(bad)}; "
                              f"expected some of {list(frameworks.FRAMEWORKS)}")
     results = {"workloads": {}}
+    with BusyProcesses(load):
+        _run_workloads(ids, profile, allowed, log, results)
+    results["meta"] = metadata(profile, allowed)
+    results["meta"]["load"] = load
+    results["meta"]["wall_s"] = time.perf_counter() - started
+    return results
+
+
+def _run_workloads(ids, profile, allowed, log, results):
     for workload_id in ids:
         workload = WORKLOADS[workload_id]
         log(f"{workload.id}: {workload.title}")
@@ -133,6 +144,3 @@ def run_suite(only=None, profile="full", frameworks_allowed=None, log=_log_to_st
                  "other_load_cpus": load.other_cpus}
         entry["ratios"] = ratios(entry)
         results["workloads"][workload.id] = entry
-    results["meta"] = metadata(profile, allowed)
-    results["meta"]["wall_s"] = time.perf_counter() - started
-    return results

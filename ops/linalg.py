@@ -194,9 +194,12 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
     return out
 
 
-# Products of fewer multiply-adds go to BLAS whole, which threads them itself (better than a
-# split of ours at these sizes, measured); larger ones are split over the kernel threads, in
-# parts of at least _PART_MULTIPLY_ADDS, with BLAS on one thread inside each part.
+# How a product uses the cores (measured): below _THREADED_FROM multiply-adds BLAS on one thread
+# (waking BLAS's threads costs more than they save, and under load they stall); up to
+# _SPLIT_FROM BLAS whole on the free cores (``threads.threaded_blas``: better than a split of
+# ours at these sizes); from there split over the kernel threads in parts of at least
+# _PART_MULTIPLY_ADDS, with BLAS on one thread inside each part.
+_THREADED_FROM = 1 << 23
 _SPLIT_FROM = 1 << 25
 _PART_MULTIPLY_ADDS = 1 << 22
 
@@ -207,7 +210,12 @@ def _matmul_split(a3, b3, ia, ib, transpose_a, transpose_b, out3, K):
     B, M, N = out3.shape
     per_product = M * N * max(K, 1)
     if B * per_product < _SPLIT_FROM:
-        matmul_blas_kernel(a3, b3, ia, ib, transpose_a, transpose_b, out3, 0, B, 0, M, 0, N)
+        if B * per_product < _THREADED_FROM:
+            threads.blas_libraries()   # BLAS on one thread from the first product on
+            matmul_blas_kernel(a3, b3, ia, ib, transpose_a, transpose_b, out3, 0, B, 0, M, 0, N)
+            return
+        with threads.threaded_blas():
+            matmul_blas_kernel(a3, b3, ia, ib, transpose_a, transpose_b, out3, 0, B, 0, M, 0, N)
         return
     with threads.single_threaded_blas():
         if B > 1 and B * per_product >= 2 * _PART_MULTIPLY_ADDS:

@@ -1,24 +1,44 @@
 """One kernel call split over the cores: disjoint parts of an index range run on a thread pool.
 
 The kernels that split their work this way are ``nogil=True``, so their parts run at once.
-Numba's own ``parallel=True`` is not used: its portable threading layer aborts the process when
-two Python threads enter parallel code together, and the others need libraries (TBB, OpenMP)
-that a plain install may lack.
 
 * The caller runs the first part itself; pool threads run the others.  Work started on a pool
   thread is not split again, and a call that finds the pool busy (another thread splitting)
   runs unsplit, so no part ever waits for the pool that runs it.
-* Pool threads spin for a moment (yielding the core) before they sleep, and so does a caller
-  waiting for its parts: a train step splits a dozen kernels, and waking a sleeping thread costs
-  20-700 us on a virtual machine, more the longer its core was idle (measured); likewise for
-  the GIL (see "waiting" below).
-* ``set_num_threads`` is ``tf.config.threading.set_intra_op_parallelism_threads``; 0 means one
-  thread per core this process may use.
-* While parts run, BLAS (every BLAS threadpoolctl finds loaded: SciPy's, which kernels call, and
-  any other) runs on one thread: its own threads would compete with the parts (measured: a split
-  convolution gained nothing while BLAS kept two threads).  Its setting is restored when the
-  last split call ends.
+* A call splits over ``num_threads()`` threads: the count set
+  (``set_num_threads`` is ``tf.config.threading.set_intra_op_parallelism_threads``; 0 means one
+  per core this process may use), at most the cores free now (``free_cores``: the cores that no
+  other process's runnable thread needs).  A part whose thread waits for a core stalls the
+  whole call, so on a busy machine a call runs on fewer threads, down to the caller's alone.
+* Pool threads spin for at most SPIN_S (yielding the core at every look) before they block,
+  and so does a caller waiting for its parts, then it polls with sleeps: a train step splits a
+  dozen kernels, and waking a blocked thread costs 20-700 us on a virtual machine, more the
+  longer its core was idle (measured); likewise for the GIL (see "waiting" below).
+* BLAS has one owner (see "BLAS" below): the BLAS that kernels call runs on one thread, but for
+  a large product on the free cores, and never on more than one while parts of a split run.
 * A forked child starts with no pool (the parent's threads do not exist there).
+
+Why a pool of our own rather than Numba's ``parallel=True`` (measured on 2 cores, a 1M-element
+float32 loop ``tanh(2x + b) - x`` split in two, medians of 9 interleaved samples; other work
+ran on the machine at times):
+
+============================  ============  ===================  ==================
+                              idle          one busy process     fork / 4 threads
+============================  ============  ===================  ==================
+this pool                     6.0 ms        11.7 ms (adapts: 1)  both work
+one thread                    11.9 ms       11.7 ms              --
+``omp`` (GNU OpenMP)          5.0 ms        12.5 ms              child killed
+``workqueue``                 10.1 ms       14.9 ms              aborts the process
+``tbb``                       not installed (an extra package)
+============================  ============  ===================  ==================
+
+(The ``workqueue`` row comes from a separate, busier run: pool 12.0 ms idle, 23.4 ms loaded
+there.)  OpenMP's team is about 15% faster on an idle machine, but a process forked after it
+ran is terminated ("fork() called from a process already using GNU OpenMP"), and its threads
+do not shrink to the free cores: under load it falls behind one thread.  ``workqueue`` aborts
+when two Python threads enter parallel code together.  The pool works in forked children and
+from any number of Python threads, follows the free cores from call to call, and its waits are
+bounded.
 """
 import contextlib
 import os
@@ -27,6 +47,7 @@ import threading
 import time
 
 import numpy as np
+import scipy
 from numba import types
 from numba.np.linalg import ensure_blas
 from threadpoolctl import ThreadpoolController
@@ -37,12 +58,22 @@ _state = threading.local()   # .in_pool: True on the pool's own threads
 _requested = 0               # set_num_threads' value; 0 = one per usable core
 
 
+CORES_SAMPLE_S = 1.0
+_cores_sample = (-CORES_SAMPLE_S, 1)   # (when asked, the cores then): asking costs ~1-30 us
+
+
 def usable_cores():
-    """The cores this process may run on."""
+    """The cores this process may run on (asked again after CORES_SAMPLE_S)."""
+    global _cores_sample
+    now = time.monotonic()
+    if now - _cores_sample[0] < CORES_SAMPLE_S:
+        return _cores_sample[1]
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    _cores_sample = (now, cores)
+    return cores
 
 
 def set_num_threads(n):
@@ -60,8 +91,77 @@ def get_num_threads():
 
 
 def num_threads():
-    """Threads a kernel call splits its work over now."""
-    return _requested or usable_cores()
+    """Threads a kernel call splits its work over now: the count set (0: one per usable core),
+    at most the cores free now (``free_cores``), at least one."""
+    return max(1, min(_requested or usable_cores(), free_cores()))
+
+
+# ---- free cores ------------------------------------------------------------------------------
+# Threads that wait for a core held by another process stall every part of a split (the caller
+# waits for the slowest part), so a call uses only the cores that nobody else is running on.
+# The kernel reports how many threads are runnable now (/proc/loadavg, ~10-40 us to read); a
+# sample is taken at most every LOAD_SAMPLE_S, and the busiest of the samples of the last
+# LOAD_WINDOW_S counts: a core wrongly thought free costs a stall, one wrongly thought busy
+# at most that core's share.
+LOAD_SAMPLE_S = 0.02
+LOAD_WINDOW_S = 0.1
+_busy_samples = []   # [(when, cores other processes' threads need then)], the last window's
+
+
+def _runnable_threads():
+    """Threads runnable now on the whole machine (this one included), or None where the
+    system does not say."""
+    try:
+        with open("/proc/loadavg", "rb") as loadavg:
+            return int(loadavg.read().split()[3].split(b"/")[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _blas_spinners(now):
+    """BLAS's threads still spinning after this process's last threaded product."""
+    until, spinning = _blas_spinning
+    return spinning if now < until else 0
+
+
+def _pool_awake():
+    pool = _pool
+    return pool.awake_threads() if pool is not None else 0
+
+
+def busy_cores():
+    """The usable cores that threads of other processes need now: the most of the samples of
+    the last LOAD_WINDOW_S (this process's threads -- the caller, the kernel threads awake, BLAS's
+    threads -- left out)."""
+    global _busy_samples
+    now = time.perf_counter()
+    samples = _busy_samples
+    if not samples or now - samples[-1][0] >= LOAD_SAMPLE_S:
+        running = _runnable_threads()
+        if running is None:
+            others = 0
+        else:
+            own = 1 + _pool_awake() + max(_blas_threaded - 1, 0) + _blas_spinners(now)
+            others = max(0, running - own)
+            cores, total = usable_cores(), os.cpu_count() or 1
+            if total > cores:   # others run on every core, this process on some
+                others = -(-others * cores // total)
+        samples = [s for s in samples if now - s[0] < LOAD_WINDOW_S] + [(now, others)]
+        _busy_samples = samples
+    return max(others for _, others in samples)
+
+
+def free_cores():
+    """The usable cores free for kernel threads now (at least one: the caller's): none that
+    other processes need, nor those BLAS's threads still spin on after a threaded product."""
+    cores = usable_cores() - busy_cores() - _blas_spinners(time.perf_counter())
+    return max(1, cores)
+
+
+def _free_cores_for_blas():
+    """The usable cores free for BLAS's threads now: none that other processes need, nor those
+    of kernel threads still awake."""
+    return max(1, usable_cores() - busy_cores() - _pool_awake())
 
 
 # ---- waiting: spin, then sleep ---------------------------------------------------------------
@@ -134,6 +234,7 @@ class _Pool:
         self.jobs = [None] * size
         self.results = [None] * size
         self.wake = [threading.Condition() for _ in range(size)]
+        self.awake = [True] * size                 # running or spinning (else: blocked)
         self.busy = threading.Lock()               # held by the split call using the pool
         looks = _looks_per_wait()
         for k in range(size):
@@ -146,8 +247,10 @@ class _Pool:
         while True:
             if _finish_and_wait(self.finished, self.posted, k, seen, spins, settle) == seen:
                 with self.wake[k]:
+                    self.awake[k] = False
                     while self.posted[k] == seen:
                         self.wake[k].wait()
+                    self.awake[k] = True
             seen = int(self.posted[k])
             job, self.jobs[k] = self.jobs[k], None
             if job is None:
@@ -160,6 +263,10 @@ class _Pool:
             # The part's closure holds the caller's arrays: drop it now rather than keep them
             # alive while the thread waits for its next job.
             del job, part
+
+    def awake_threads(self):
+        """How many of the pool's threads are running or spinning now."""
+        return sum(self.awake)
 
     def post(self, k, job):
         self.jobs[k] = job
@@ -197,46 +304,68 @@ def _get_pool(size):
 
 
 def _forget_pool():
-    global _pool, _pool_lock, _blas_lock, _blas_users
+    global _pool, _pool_lock, _blas_lock, _blas_single, _blas_threaded, _blas_spinning
+    global _busy_samples
     _pool, _pool_lock = None, threading.Lock()
-    if _blas and _blas_users:
-        _set_blas_threads(_blas, _blas_saved)   # forked mid-split: the parts that set it are gone
-    _blas_lock, _blas_users = threading.Lock(), 0
+    if _blas and _blas_threaded:
+        _set_blas_threads(_blas, 1)   # forked mid-product: the block that set it is gone
+    _blas_lock, _blas_single, _blas_threaded = threading.Lock(), 0, 0
+    _blas_spinning = (0.0, 0)
+    _busy_samples = []   # the parent's threads are not here
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool)
 
 
-# ---- BLAS on one thread while parts run ------------------------------------------------------
-# threadpoolctl's controller finds the BLAS libraries once (its search of the loaded libraries
-# takes milliseconds); an outermost block then reads and sets each library's count through it
-# (a few microseconds per library, measured).
-_blas = None        # threadpoolctl's controllers of the loaded BLAS libraries, once found
+# ---- BLAS: one owner of its threads ----------------------------------------------------------
+# The BLAS that kernels call (SciPy's, through ``cython_blas``) runs on one thread, except for a
+# product big enough to gain from more (``threaded_blas``), and then on as many threads as there
+# are free cores.  OpenBLAS's threads busy-wait for work: a product of 64x784 by 784x256 took
+# 1.5 ms on one thread and 16 ms on two while other processes kept the two cores busy
+# (measured), and for ~0.1 s after a threaded call its threads keep spinning.  threadpoolctl's
+# controller finds the libraries once (its search of the loaded libraries takes milliseconds);
+# setting a count through it then costs a few microseconds per library (measured).
+BLAS_SPIN_S = 0.15  # how long OpenBLAS's threads keep a core after a threaded call (measured)
+
+_blas = None        # threadpoolctl's controllers of the kernels' BLAS, once found
 _blas_lock = threading.Lock()
-_blas_users = 0     # split calls running now
-_blas_saved = []    # each library's thread count before the first of them
+_blas_single = 0    # blocks running now that need BLAS on one thread (split calls)
+_blas_threaded = 0  # BLAS's thread count inside the one threaded block running now (0: none)
+_blas_spinning = (0.0, 0)   # (until when, how many) of BLAS's threads spin after a threaded call
+
+
+def _kernels_blas(controllers):
+    """Of threadpoolctl's BLAS controllers, those of SciPy's install (the BLAS its
+    ``cython_blas`` and so every kernel calls), or all when none lies there (a BLAS shared by
+    NumPy and SciPy, e.g. a system OpenBLAS): NumPy's own ``@`` keeps its threads."""
+    root = os.path.dirname(os.path.realpath(scipy.__file__))
+    roots = (root + os.sep, root + ".libs" + os.sep)
+    own = [c for c in controllers if os.path.realpath(c.filepath).startswith(roots)]
+    return own or list(controllers)
 
 
 def blas_libraries():
-    """threadpoolctl's controllers of the BLAS libraries loaded in this process (OpenBLAS, MKL,
-    BLIS, ...), among them the one SciPy's ``cython_blas`` -- which kernels call -- uses."""
+    """threadpoolctl's controllers of the BLAS libraries the kernels call (OpenBLAS, MKL, BLIS,
+    ...: SciPy's, through ``cython_blas``).  Found once; from then on they run on one thread
+    outside ``threaded_blas`` blocks."""
     global _blas
     if _blas is None:
         with _blas_lock:
             if _blas is None:
                 ensure_blas()   # SciPy's BLAS is loaded before the search, so that it is found
-                _blas = ThreadpoolController().select(user_api="blas").lib_controllers
+                found = ThreadpoolController().select(user_api="blas").lib_controllers
+                libraries = _kernels_blas(found)
+                _set_blas_threads(libraries, 1)
+                _blas = libraries
     return _blas
 
 
-def _set_blas_threads(libraries, counts):
-    for library, count in zip(libraries, counts):
-        if count is None:   # a library that cannot tell its count: left as it is
-            continue
+def _set_blas_threads(libraries, count):
+    for library in libraries:
         library.set_num_threads(count)
         # threadpoolctl lets only the thread that set a process-wide pool last set it again
-        # until that thread lets go; splits come from any thread (one at a time, _blas_lock).
+        # until that thread lets go; blocks come from any thread (one at a time, _blas_lock).
         let_go = getattr(library, "clear_controlling_thread", None)
         if let_go is not None:
             let_go()
@@ -244,24 +373,44 @@ def _set_blas_threads(libraries, counts):
 
 @contextlib.contextmanager
 def single_threaded_blas():
-    """BLAS on one thread inside this block (nested blocks and threads allowed)."""
-    global _blas_users, _blas_saved
+    """BLAS on one thread inside this block (nested blocks and threads allowed): while kernel
+    threads run parts, BLAS's threads would compete with them for the cores."""
+    global _blas_single
     libraries = blas_libraries()
-    if not libraries:
-        yield
-        return
     with _blas_lock:
-        if _blas_users == 0:
-            _blas_saved = [library.get_num_threads() for library in libraries]
-            _set_blas_threads(libraries, [1] * len(libraries))
-        _blas_users += 1
+        _blas_single += 1
+        if _blas_threaded:   # a threaded product of another Python thread: its next call
+            _set_blas_threads(libraries, 1)   # takes one thread
     try:
         yield
     finally:
         with _blas_lock:
-            _blas_users -= 1
-            if _blas_users == 0:
-                _set_blas_threads(libraries, _blas_saved)
+            _blas_single -= 1
+
+
+@contextlib.contextmanager
+def threaded_blas():
+    """BLAS on as many threads as there are cores free for them (at most the thread count set)
+    inside this block -- for one large product -- unless parts of a split or another threaded
+    product run now, or this runs on a kernel thread: then on one."""
+    global _blas_threaded, _blas_spinning
+    libraries = blas_libraries()
+    in_pool = getattr(_state, "in_pool", False)
+    count = 1 if in_pool else min(_requested or usable_cores(), _free_cores_for_blas())
+    granted = 0
+    if count > 1 and libraries:
+        with _blas_lock:
+            if not _blas_single and not _blas_threaded:
+                _set_blas_threads(libraries, count)
+                _blas_threaded = granted = count
+    try:
+        yield
+    finally:
+        if granted:
+            with _blas_lock:
+                _set_blas_threads(libraries, 1)
+                _blas_threaded = 0
+                _blas_spinning = (time.perf_counter() + BLAS_SPIN_S, granted - 1)
 
 
 # ---- splitting -------------------------------------------------------------------------------

@@ -267,3 +267,33 @@ def test_command_line_rejects_unknown_workloads(capsys):
 def test_command_line_knows_every_workload():
     from benchmarks.__main__ import WORKLOAD_IDS
     assert tuple(WORKLOADS) == WORKLOAD_IDS
+
+
+def test_load_mode_keeps_busy_processes_running_only_during_the_block():
+    from benchmarks.machine_load import BusyProcesses
+    with BusyProcesses(2) as load:
+        processes = list(load._processes)
+        assert len(processes) == 2 and all(p.poll() is None for p in processes)
+    assert all(p.poll() is not None for p in processes)
+    with pytest.raises(ValueError, match="--load"):
+        BusyProcesses(-1)
+
+
+def test_figures_of_calls_of_several_units_are_per_unit():
+    from benchmarks.harness import per_unit, summarize
+    timing = dict(summarize([2.0, 4.0, 6.0]), number=3)
+    out = per_unit(timing, 20)
+    assert out["samples"] == [0.1, 0.2, 0.3] and out["median"] == 0.2
+    assert out["number"] == 3 and out["units_per_call"] == 20
+    assert per_unit(timing, 1) is timing
+
+
+def test_benchmark_processes_compile_traced_functions_on_their_first_call(monkeypatch):
+    """Timed decorated variants run their compiled plan, not the interpreter that serves while
+    kernels compile in the background: loading a framework sets the default for the process
+    and its children (C1, which times the first result, overrides it)."""
+    monkeypatch.delenv("HYBRIDTF_SYNCHRONOUS_COMPILATION", raising=False)
+    frameworks._prepare_environment()
+    assert os.environ["HYBRIDTF_SYNCHRONOUS_COMPILATION"] == "1"
+
+

@@ -22,7 +22,15 @@ from ops.nn import parts
 
 
 @pytest.fixture
-def thread_count():
+def all_cores_free(monkeypatch):
+    """Every core counts as free (as on an idle machine), so that a split takes the thread
+    count set even where other processes run."""
+    monkeypatch.setattr(threads, "free_cores", lambda: 64)
+    monkeypatch.setattr(threads, "_free_cores_for_blas", lambda: 64)
+
+
+@pytest.fixture
+def thread_count(all_cores_free):
     """Restores the thread count a test changes."""
     saved = threads.get_num_threads()
     yield
@@ -162,23 +170,135 @@ def test_blas_control_covers_the_blas_that_kernels_call():
     assert bundled in found
 
 
-def test_blas_threads_are_restored_after_a_split(thread_count):
+def test_kernels_blas_runs_on_one_thread_but_for_large_products(thread_count):
+    """One owner of BLAS's threads: one thread, but inside ``threaded_blas`` (a large product)
+    as many as num_threads(), never while parts of a split run, nor on a kernel thread."""
     if not threads.blas_libraries():
         pytest.skip("no BLAS found")
-    before = _blas_thread_counts()
+    ones = [1] * len(_blas_thread_counts())
+    assert _blas_thread_counts() == ones
     threads.set_num_threads(2)
-    ones = [1] * len(before)
-    assert threads.split(lambda lo, hi: _blas_thread_counts(), 2, 1) == [ones, ones]
-    assert _blas_thread_counts() == before
-    # a split started on another thread limits BLAS as well (threadpoolctl lets one thread
-    # at a time set a process-wide pool)
+    with threads.threaded_blas():
+        assert _blas_thread_counts() == [2] * len(ones)
+        with threads.threaded_blas():   # one threaded block at a time
+            assert _blas_thread_counts() == [2] * len(ones)
+    assert _blas_thread_counts() == ones
+
+    def threaded_counts(lo, hi):
+        with threads.threaded_blas():
+            return _blas_thread_counts()
+    assert threads.split(threaded_counts, 2, 1) == [ones, ones]
+    # a split started on another thread while a threaded product runs here: BLAS on one
+    # thread from then on (threadpoolctl lets one thread at a time set a process-wide pool)
     results = []
-    worker = threading.Thread(
-        target=lambda: results.append(threads.split(lambda lo, hi: _blas_thread_counts(), 2, 1)))
-    worker.start()
-    worker.join()
+    with threads.threaded_blas():
+        worker = threading.Thread(target=lambda: results.append(
+            threads.split(lambda lo, hi: _blas_thread_counts(), 2, 1)))
+        worker.start()
+        worker.join()
     assert results == [[ones, ones]]
-    assert _blas_thread_counts() == before
+    assert _blas_thread_counts() == ones
+
+
+def test_products_use_blas_threads_by_size(monkeypatch, thread_count):
+    """Small products on one BLAS thread, medium ones on BLAS's threads, large ones split over
+    the kernel threads with BLAS on one thread in each part."""
+    if not threads.blas_libraries():
+        pytest.skip("no BLAS found")
+    seen = []
+    kernel = linalg.matmul_blas_kernel
+
+    def spy(*args):
+        seen.append(_blas_thread_counts()[0])
+        return kernel(*args)
+
+    monkeypatch.setattr(linalg, "matmul_blas_kernel", spy)
+    monkeypatch.setattr(linalg, "_THREADED_FROM", 8 * 8 * 8)
+    monkeypatch.setattr(linalg, "_SPLIT_FROM", 16 * 16 * 16)
+    monkeypatch.setattr(linalg, "_PART_MULTIPLY_ADDS", 16 * 16 * 4)
+    threads.set_num_threads(2)
+    rng = np.random.default_rng(0)
+    for size, expected in ((4, [1]), (8, [2]), (16, [1, 1])):
+        a, b = _random(rng, (size, size)), _random(rng, (size, size))
+        seen.clear()
+        np.testing.assert_allclose(linalg.matmul(a, b), a @ b, rtol=1e-12)
+        assert seen == expected, size
+    threads.set_num_threads(1)
+    seen.clear()
+    linalg.matmul(_random(rng, (8, 8)), _random(rng, (8, 8)))
+    assert seen == [1]
+
+
+@pytest.fixture
+def four_cores(monkeypatch):
+    """A machine of four cores, nothing of this process running but the caller."""
+    monkeypatch.setattr(threads, "_busy_samples", [])
+    monkeypatch.setattr(threads, "usable_cores", lambda: 4)
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(threads, "_pool", None)
+    monkeypatch.setattr(threads, "_blas_spinning", (0.0, 0))
+
+
+class _AwakePool:
+    def __init__(self, awake):
+        self.awake = awake
+
+    def awake_threads(self):
+        return self.awake
+
+
+@pytest.mark.parametrize("others, expected", [(0, 4), (1, 3), (3, 1), (9, 1)])
+def test_free_cores_leave_out_other_processes_threads(monkeypatch, four_cores, others,
+                                                      expected):
+    monkeypatch.setattr(threads, "_runnable_threads", lambda: 1 + others)   # this thread too
+    assert threads.free_cores() == expected
+    assert threads._free_cores_for_blas() == expected
+    saved = threads.get_num_threads()
+    try:
+        threads.set_num_threads(0)
+        assert threads.num_threads() == expected
+        threads.set_num_threads(2)
+        assert threads.num_threads() == min(2, expected)
+    finally:
+        threads.set_num_threads(saved)
+
+
+def test_free_cores_keep_kernel_threads_and_blas_threads_apart(monkeypatch, four_cores):
+    """Kernel threads still awake are this process's, and free for a split but not for BLAS;
+    BLAS's threads spinning after a threaded product are free for BLAS but not for a split."""
+    monkeypatch.setattr(threads, "_pool", _AwakePool(2))
+    monkeypatch.setattr(threads, "_blas_spinning", (time.perf_counter() + 60, 1))
+    monkeypatch.setattr(threads, "_runnable_threads", lambda: 1 + 2 + 1)
+    assert threads.busy_cores() == 0
+    assert threads.free_cores() == 3
+    assert threads._free_cores_for_blas() == 2
+
+
+def test_the_busiest_sample_of_the_window_counts(monkeypatch, four_cores):
+    running = [1 + 2]
+    monkeypatch.setattr(threads, "_runnable_threads", lambda: running[0])
+    assert threads.free_cores() == 2
+    running[0] = 1   # within LOAD_SAMPLE_S: the same sample serves
+    assert threads.free_cores() == 2
+    now = [time.perf_counter()]
+    monkeypatch.setattr(threads.time, "perf_counter", lambda: now[0])
+    now[0] += threads.LOAD_SAMPLE_S   # a new sample, but the busy one is still in the window
+    assert threads.free_cores() == 2
+    now[0] += threads.LOAD_WINDOW_S
+    assert threads.free_cores() == 4
+
+
+def test_a_busy_machine_runs_a_split_on_the_calling_thread(monkeypatch):
+    monkeypatch.setattr(threads, "_busy_samples", [])
+    monkeypatch.setattr(threads, "_runnable_threads", lambda: 1000)
+    saved = threads.get_num_threads()
+    try:
+        threads.set_num_threads(4)
+        assert threads.split(lambda lo, hi: (lo, hi), 100, 1) == [(0, 100)]
+        with threads.threaded_blas():   # BLAS's threads too
+            assert set(_blas_thread_counts()) <= {1}
+    finally:
+        threads.set_num_threads(saved)
 
 
 def test_thread_count_setting(thread_count):
@@ -252,13 +372,15 @@ def test_split_matmul_equals_unsplit_and_numpy(batch, m, n, k, transpose_a, tran
     b = _random(rng, batch + ((n, k) if transpose_b else (k, n)))
     expected = (np.swapaxes(a, -1, -2) if transpose_a else a) @ (
         np.swapaxes(b, -1, -2) if transpose_b else b)
-    saved = threads.get_num_threads(), linalg._PART_MULTIPLY_ADDS, linalg._SPLIT_FROM
+    saved = (threads.get_num_threads(), linalg._PART_MULTIPLY_ADDS, linalg._SPLIT_FROM,
+             threads.free_cores)
     linalg._PART_MULTIPLY_ADDS, linalg._SPLIT_FROM = 1, 0
+    threads.free_cores = lambda: 64   # split on any machine (a fixture can't serve @given)
     try:
         one, split = _both(lambda: linalg.matmul(a, b, transpose_a, transpose_b))
     finally:
         threads.set_num_threads(saved[0])
-        linalg._PART_MULTIPLY_ADDS, linalg._SPLIT_FROM = saved[1:]
+        linalg._PART_MULTIPLY_ADDS, linalg._SPLIT_FROM, threads.free_cores = saved[1:]
     np.testing.assert_array_equal(split, one)
     np.testing.assert_allclose(split, expected, rtol=1e-12, atol=1e-12)
 
@@ -277,3 +399,98 @@ def test_a_block_of_rows_of_a_product(m, n, k, transpose_a, transpose_b, rows, s
     linalg.matmul_rows_kernel(a, b, transpose_a, transpose_b, lo, hi, out)
     np.testing.assert_allclose(out[:hi - lo], product[lo:hi], rtol=1e-12, atol=1e-12)
     assert np.isnan(out[hi - lo:]).all()
+
+
+# ---- whole programs: thread counts set at run time, concurrent callers, a forked child --------
+@pytest.fixture
+def small_products_split(monkeypatch, thread_count):
+    """Products of a few thousand multiply-adds take every path: BLAS's threads from 4**3,
+    split over the kernel threads from 12**3."""
+    monkeypatch.setattr(linalg, "_THREADED_FROM", 4 ** 3)
+    monkeypatch.setattr(linalg, "_SPLIT_FROM", 12 ** 3)
+    monkeypatch.setattr(linalg, "_PART_MULTIPLY_ADDS", 4 ** 3)
+
+
+def _layer(x, w):
+    return tf.nn.relu(tf.matmul(x, w) + 1.0) * 2.0
+
+
+def _operands(rows, seed=0):
+    rng = np.random.default_rng(seed)
+    return _random(rng, (rows, 24)), _random(rng, (24, 16))
+
+
+def _expected(x, w):
+    return np.maximum(x @ w + 1.0, 0) * 2.0
+
+
+@pytest.mark.parametrize("rows", [3, 6, 40])   # one BLAS thread, BLAS's threads, a split
+def test_thread_count_changes_at_run_time_give_equal_results(small_products_split, rows):
+    layer = tf.function(_layer)
+    x, w = _operands(rows)
+    results = []
+    for count in (1, 2, 3, 0, 1):
+        tf.config.threading.set_intra_op_parallelism_threads(count)
+        results.append(layer(tf.constant(x), tf.constant(w)).numpy())
+        results.append(_layer(tf.constant(x), tf.constant(w)).numpy())   # eager
+    for result in results:   # to rounding: BLAS's kernels for a block of rows may sum in
+        np.testing.assert_allclose(result, results[0], rtol=1e-13)   # another order
+    np.testing.assert_allclose(results[0], _expected(x, w), rtol=1e-12)
+
+
+def test_concurrent_calls_from_python_threads(small_products_split):
+    tf.config.threading.set_intra_op_parallelism_threads(2)
+    layer = tf.function(_layer)
+    operands = [_operands(rows, seed) for seed, rows in enumerate((3, 6, 40, 40))]
+    layer(tf.constant(operands[0][0]), tf.constant(operands[0][1]))
+    errors, wrong = [], []
+
+    def caller(x, w):
+        try:
+            for _ in range(15):
+                for fn in (layer, _layer):
+                    out = fn(tf.constant(x), tf.constant(w)).numpy()
+                    if not np.allclose(out, _expected(x, w), rtol=1e-12):
+                        wrong.append(x.shape)
+        except Exception as error:  # noqa: BLE001 - reported below
+            errors.append(error)
+
+    callers = [threading.Thread(target=caller, args=xw) for xw in operands]
+    for t in callers:
+        t.start()
+    for t in callers:
+        t.join()
+    assert not errors and not wrong
+    assert threads._blas_single == 0 and threads._blas_threaded == 0   # every block ended
+    assert _blas_thread_counts() == [1] * len(_blas_thread_counts())
+
+
+def _compute_in_child(queue, operands):
+    try:
+        layer = tf.function(_layer)
+        queue.put([layer(tf.constant(x), tf.constant(w)).numpy() for x, w in operands]
+                  + [_layer(tf.constant(x), tf.constant(w)).numpy() for x, w in operands])
+    except BaseException as error:  # noqa: BLE001 - handed to the parent
+        queue.put(repr(error))
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(),
+                    reason="needs fork")
+def test_a_forked_child_computes_correctly(small_products_split):
+    """Forked after the kernel pool and BLAS's threads ran: the child has neither, and computes
+    the same results with its own."""
+    tf.config.threading.set_intra_op_parallelism_threads(2)
+    operands = [_operands(rows, seed) for seed, rows in enumerate((3, 6, 40))]
+    for x, w in operands:
+        tf.function(_layer)(tf.constant(x), tf.constant(w))
+    assert threads._pool is not None
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_compute_in_child, args=(queue, operands))
+    child.start()
+    results = queue.get(timeout=120)
+    child.join(60)
+    assert child.exitcode == 0, results
+    assert not isinstance(results, str), results
+    for result, (x, w) in zip(results, operands + operands):
+        np.testing.assert_allclose(result, _expected(x, w), rtol=1e-12)

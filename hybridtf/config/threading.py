@@ -1,7 +1,8 @@
 """``tf.config.threading``: how many threads one op's kernel may use.
 
 Convolutions, pooling, matrix products and the large fused loops of a decorated function split
-their work over this many threads (``ops.threads``); BLAS runs on one thread inside each part.
+their work over this many threads at most (``ops.threads``), fewer when other processes keep
+cores busy; BLAS runs on one thread inside each part.
 """
 import operator
 
@@ -10,7 +11,8 @@ from ops import threads as _threads
 
 def set_intra_op_parallelism_threads(num_threads):
     """Sets how many threads one op may split its work over; 0 (the default) means one per
-    core this process may run on.  Takes effect from the next op."""
+    core this process may run on.  An op uses fewer while other processes keep cores busy.
+    Takes effect from the next op."""
     try:
         count = operator.index(num_threads)
     except TypeError:
