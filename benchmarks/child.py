@@ -15,6 +15,7 @@ import time
 
 from benchmarks.subprocesses import MARKER
 
+
 def _proc_status_mib(field):
     """A memory field of /proc/self/status (VmRSS, VmHWM) in MiB, or None off Linux."""
     try:

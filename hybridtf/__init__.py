@@ -30,7 +30,8 @@ from hybridtf.api.math_ops import (  # noqa: F401
     reduce_logsumexp, reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_std, reduce_sum,
     reduce_variance, round, saturate_cast, sigmoid, sign, sin, sqrt, square, subtract, tanh,
     tensordot, truediv, where)
-from hybridtf.eager.backprop import GradientTape, UnconnectedGradients, custom_gradient  # noqa: F401
+from hybridtf.eager.backprop import (  # noqa: F401
+    GradientTape, UnconnectedGradients, custom_gradient)
 from hybridtf.framework.constant_op import constant, convert_to_tensor  # noqa: F401
 from hybridtf.framework.name_scope import name_scope  # noqa: F401
 from hybridtf.graph.init_scope import init_scope  # noqa: F401

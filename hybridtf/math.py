@@ -15,4 +15,3 @@ from hybridtf.api.segment_ops import (  # noqa: F401
     unsorted_segment_max, unsorted_segment_mean, unsorted_segment_min, unsorted_segment_prod,
     unsorted_segment_sqrt_n, unsorted_segment_sum)
 from hybridtf.api.sort_ops import in_top_k, top_k  # noqa: F401
-

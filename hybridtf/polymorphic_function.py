@@ -557,10 +557,11 @@ class Function:
         for (name, _), value, spec in zip(slots, given, self._input_signature):
             problem = _signature_mismatch(value, spec)
             if problem is not None:
-                raise InputSignatureMismatchError(f"Binding inputs to tf.function {self._name!r} failed due to "
-                                f"`{problem}` (argument {name!r}). Python inputs incompatible "
-                                f"with input_signature:\n  inputs: {tuple(given)!r}\n"
-                                f"  input_signature: {self._input_signature!r}")
+                raise InputSignatureMismatchError(
+                    f"Binding inputs to tf.function {self._name!r} failed due to "
+                    f"`{problem}` (argument {name!r}). Python inputs incompatible "
+                    f"with input_signature:\n  inputs: {tuple(given)!r}\n"
+                    f"  input_signature: {self._input_signature!r}")
         _fill_slots(bound.arguments, slots,
                     [nest.map_structure(_as_signature_tensor, value, spec)
                      for value, spec in zip(given, self._input_signature)])

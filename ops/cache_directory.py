@@ -127,10 +127,10 @@ class CacheDirectory:
             reason = writable_by_others(self.root)
             if reason:
                 warn_once(("open", self.root),
-                           f"hybridtf's kernel cache directory {self.root} can be written by other "
-                           f"users ({reason}). Its files are pickles, and loading them runs code: "
-                           f"make it private (chmod 700) or set HYBRIDTF_CACHE_DIR to a directory "
-                           f"only you can write to.")
+                          f"hybridtf's kernel cache directory {self.root} can be written by other "
+                          f"users ({reason}). Its files are pickles, and loading them runs code: "
+                          f"make it private (chmod 700) or set HYBRIDTF_CACHE_DIR to a directory "
+                          f"only you can write to.")
 
     def use(self, path):
         """Marks the entry of ``path`` as in use by this process (never deleted by its trims)

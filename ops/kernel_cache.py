@@ -213,9 +213,9 @@ class _HealingCache(FunctionCache):
                 self._save_overload(sig, data)
         except OSError as error:
             warn_once(("write", self._cache_path),
-                       f"hybridtf could not write its kernel cache in {self._cache_path} "
-                       f"({error}); kernels compiled now will be compiled again by later "
-                       f"processes. Set HYBRIDTF_CACHE_DIR to a directory you can write to.")
+                      f"hybridtf could not write its kernel cache in {self._cache_path} "
+                      f"({error}); kernels compiled now will be compiled again by later "
+                      f"processes. Set HYBRIDTF_CACHE_DIR to a directory you can write to.")
 
 
 # ---- the decorators --------------------------------------------------------------------------
@@ -227,9 +227,9 @@ def _cached(dispatcher, attribute, py_func):
     source's own ``__pycache__`` first."""
     if not isinstance(getattr(dispatcher, attribute, None), NullCache):
         warn_once(("numba", attribute),
-                   f"hybridtf cannot cache its kernels with Numba {numba.__version__} (its "
-                   f"dispatchers have no {attribute!r} cache); kernels are compiled in every "
-                   f"process.")
+                  f"hybridtf cannot cache its kernels with Numba {numba.__version__} (its "
+                  f"dispatchers have no {attribute!r} cache); kernels are compiled in every "
+                  f"process.")
         return
     setattr(dispatcher, attribute, _HealingCache(py_func))
 

@@ -631,13 +631,13 @@ def test_gather_and_pad_of_strings(traced):
     s = tf.constant([["a", "b"], ["c", "d"]])
     gather = tf.function(tf.gather) if traced else tf.gather
     np.testing.assert_array_equal(gather(s, [1, 0]).numpy(), np.array([[b"c", b"d"],
-                                                                        [b"a", b"b"]], object))
+                                                                       [b"a", b"b"]], object))
     np.testing.assert_array_equal(gather(s, [1, 1], axis=1).numpy(),
                                   np.array([[b"b", b"b"], [b"d", b"d"]], object))
     # TF pads strings with b"" by default.
     assert tf.pad(s, [[0, 0], [1, 0]]).numpy().tolist() == [[b"", b"a", b"b"], [b"", b"c", b"d"]]
     assert tf.pad(s[0], [[1, 1]], constant_values="z").numpy().tolist() == [b"z", b"a", b"b",
-                                                                              b"z"]
+                                                                            b"z"]
     assert tf.pad(s[0], [[1, 1]], mode="REFLECT").numpy().tolist() == [b"b", b"a", b"b", b"a"]
 
 

@@ -454,7 +454,7 @@ def test_variable_used_before_assignment_in_loop():
     @tf.function
     def f(n):
         for i in tf.range(n):
-            y = y + i   # noqa: F821
+            y = y + i   # noqa: F821, F841
         return n
     with pytest.raises(ValueError, match="'y' is used before assignment in the loop"):
         f(tf.constant(3))

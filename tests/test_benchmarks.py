@@ -295,5 +295,3 @@ def test_benchmark_processes_compile_traced_functions_on_their_first_call(monkey
     monkeypatch.delenv("HYBRIDTF_SYNCHRONOUS_COMPILATION", raising=False)
     frameworks._prepare_environment()
     assert os.environ["HYBRIDTF_SYNCHRONOUS_COMPILATION"] == "1"
-
-

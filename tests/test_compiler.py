@@ -365,7 +365,7 @@ def test_max_and_min_reductions_join_the_loop_with_nan_and_empty_semantics():
     def f(x):
         y = x * 2.0
         return (tf.reduce_max(y), tf.reduce_min(y, axis=1), tf.reduce_max(y, axis=0,
-                                                                           keepdims=True))
+                                                                          keepdims=True))
 
     fn = tf.function(f)
     x = _rand(4, 5)

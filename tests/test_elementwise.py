@@ -108,8 +108,8 @@ def test_piecewise_constant_ops_have_no_gradient(name):
 def test_binary_matches_numpy_with_broadcasting(name, dtype, data):
     fn, ref, xr, yr = BINARY[name]
     (sx, sy), _ = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0,
-                                                               max_dims=3, min_side=0,
-                                                               max_side=4))
+                                                              max_dims=3, min_side=0,
+                                                              max_side=4))
     x = data.draw(_values(sx, *xr, dtype))
     y = data.draw(_values(sy, *yr, dtype))
     out = fn(tf.constant(x), tf.constant(y))
@@ -206,7 +206,7 @@ def test_logical_ops(data):
 @given(data=st.data())
 def test_where_and_its_gradient(data):
     (sc, sx, sy), _ = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=3, max_dims=2,
-                                                                   max_side=3))
+                                                                  max_side=3))
     c = data.draw(hnp.arrays(np.bool_, sc))
     x = data.draw(_values(sx, -3, 3))
     y = data.draw(_values(sy, -3, 3))

@@ -20,7 +20,8 @@ def test_invalid_argument_error_is_a_value_error_and_op_error():
     (tf.reshape, (np.ones(6, np.float32), [-1, -1]), r"only one dimension"),
     (tf.reshape, (np.ones(7, np.float32), [-1, 2]), r"cannot hold"),
     (tf.reduce_sum, (np.ones((2, 2), np.float32), 2), r"reduce_sum: axis 2 is out of range"),
-    (tf.gather, (np.ones((3, 2), np.float32), [0, 3]), r"gather: indices\[1\] = 3 is not in \[0, 3\)"),
+    (tf.gather, (np.ones((3, 2), np.float32), [0, 3]),
+     r"gather: indices\[1\] = 3 is not in \[0, 3\)"),
     (tf.gather, (np.ones((3, 2), np.float32), [-1]), r"indices\[0\] = -1"),
     (tf.concat, ([np.ones((2, 2), np.float32), np.ones((3, 3), np.float32)], 0),
      r"concat: values\[1\] has shape \[3,3\]"),
@@ -38,9 +39,12 @@ def test_invalid_arguments(fn, args, pattern):
 
 
 @pytest.mark.parametrize("fn, args, pattern", [
-    (tf.add, (tf.constant([1.0]), tf.constant([1], tf.int32)), r"add: x has dtype float32 but y has dtype int32"),
-    (tf.matmul, (tf.constant([[1.0]]), tf.constant([[1.0]], tf.float64)), r"matmul: a has dtype float32 but b has dtype float64"),
-    (tf.concat, ([tf.constant([1.0]), tf.constant([1])], 0), r"concat: values\[0\] has dtype float32"),
+    (tf.add, (tf.constant([1.0]), tf.constant([1], tf.int32)),
+     r"add: x has dtype float32 but y has dtype int32"),
+    (tf.matmul, (tf.constant([[1.0]]), tf.constant([[1.0]], tf.float64)),
+     r"matmul: a has dtype float32 but b has dtype float64"),
+    (tf.concat, ([tf.constant([1.0]), tf.constant([1])], 0),
+     r"concat: values\[0\] has dtype float32"),
 ])
 def test_mixed_dtypes_are_rejected(fn, args, pattern):
     with pytest.raises(IAE, match=pattern):
@@ -52,7 +56,8 @@ def test_mixed_dtypes_are_rejected(fn, args, pattern):
     (lambda: tf.math.log(tf.constant([True])), r"log: .*bool"),
     (lambda: tf.logical_and(tf.constant([1]), tf.constant([1])), r"logical_and.*int32"),
     (lambda: tf.gather(tf.constant([1.0]), tf.constant([0.0])), r"gather: indices must be int32"),
-    (lambda: tf.where(tf.constant([1]), tf.constant([1.0]), tf.constant([2.0])), r"condition must be bool"),
+    (lambda: tf.where(tf.constant([1]), tf.constant([1.0]), tf.constant([2.0])),
+     r"condition must be bool"),
 ])
 def test_unsupported_dtypes_are_type_errors(call, pattern):
     with pytest.raises(TypeError, match=pattern):

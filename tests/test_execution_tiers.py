@@ -41,7 +41,7 @@ def _tiers(function, *args):
 
 
 def test_the_first_calls_run_on_the_interpreter_until_the_kernels_are_ready(tiered,
-                                                                             slow_compiler):
+                                                                            slow_compiler):
     f = tf.function(lambda x: tf.reduce_sum(tf.tanh(x * 1.5) + x, axis=1))
     x = tf.constant(np.arange(12, dtype=np.float32).reshape(3, 4) / 7)
     expected = np.sum(np.tanh(x.numpy() * 1.5) + x.numpy(), axis=1)

@@ -202,7 +202,7 @@ def test_default_train_step_uses_an_overridden_compute_loss():
     assert_history(history, {"loss": [3.745734, 1.745339]})                      # TF 2.21
 
 
-# ---- the default steps -----------------------------------------------------------------------------
+# ---- the default steps ---------------------------------------------------------------------------
 class Counted(layers.Layer):
     """A layer holding a metric of its own, updated in call."""
 
@@ -284,7 +284,7 @@ def test_a_model_without_trainable_weights_warns():
     assert any("does not have any trainable weights" in str(w.message) for w in caught)
 
 
-# ---- "Writing a training loop from scratch" --------------------------------------------------------
+# ---- "Writing a training loop from scratch" ------------------------------------------------------
 def test_training_loop_from_scratch_matches_tensorflow():
     x, y, _, _ = data()
     inputs = keras.Input((4,))
@@ -322,7 +322,7 @@ def test_training_loop_from_scratch_matches_tensorflow():
                                [-0.31406, -0.407645, 0.587393], atol=2e-6)
 
 
-# ---- the guide's GAN: two models, two optimizers, a compile of its own ----------------------------
+# ---- the guide's GAN: two models, two optimizers, a compile of its own ---------------------------
 class GAN(keras.Model):
     def __init__(self, discriminator, generator, latent_dim):
         super().__init__()

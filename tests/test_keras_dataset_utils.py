@@ -206,7 +206,7 @@ def test_graph_tensor_set_shape_refines_the_static_shape():
         ds.map(wrong)
 
 
-# ---- text --------------------------------------------------------------------------------------------
+# ---- text ----------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def text_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("texts")
@@ -245,7 +245,7 @@ def test_text_dataset_matches_tensorflow(text_root):
         keras.utils.text_dataset_from_directory(text_root, max_length=-1)
 
 
-# ---- timeseries --------------------------------------------------------------------------------------
+# ---- timeseries ----------------------------------------------------------------------------------
 def windows_np(data, targets, length, stride, rate, start, end):
     """The windows and targets, by hand."""
     end = len(data) if end is None else end
@@ -270,8 +270,10 @@ def test_timeseries_dataset_matches_tensorflow_and_numpy():
     assert x_spec.shape.as_list()[::2] == [None, 2] and x_spec.dtype == tf.float32
     assert y_spec.dtype == tf.int64
     rng = np.random.RandomState(0)
-    for length, stride, rate, start, end, n_targets in [(3, 1, 1, 0, None, 20), (5, 3, 2, 2, 18, 9),
-                                                        (1, 4, 1, 0, 7, None), (4, 1, 3, 5, None, 20)]:
+    for length, stride, rate, start, end, n_targets in [(3, 1, 1, 0, None, 20),
+                                                        (5, 3, 2, 2, 18, 9),
+                                                        (1, 4, 1, 0, 7, None),
+                                                        (4, 1, 3, 5, None, 20)]:
         series = rng.randn(20, 3).astype("float32")
         tgt = None if n_targets is None else rng.randn(n_targets).astype("float32")
         ds = keras.utils.timeseries_dataset_from_array(
@@ -300,7 +302,7 @@ def test_timeseries_dataset_shuffles_every_window_once():
         keras.utils.timeseries_dataset_from_array(data, None, 3, start_index=20)
 
 
-# ---- images as arrays --------------------------------------------------------------------------------
+# ---- images as arrays ----------------------------------------------------------------------------
 def test_load_img_and_array_conversions_match_tensorflow(image_root, tmp_path):
     path = os.path.join(image_root, "dogs", "img_0.png")
     img = keras.utils.load_img(path, target_size=(4, 5), interpolation="bilinear")
@@ -350,7 +352,7 @@ def test_image_helpers_without_pillow(monkeypatch):
     assert keras.utils.img_to_array(np.ones((2, 3))).shape == (2, 3, 1)
 
 
-# ---- get_file -------------------------------------------------------------------------------------------
+# ---- get_file ------------------------------------------------------------------------------------
 def test_get_file_reads_the_keras_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("KERAS_HOME", str(tmp_path / "home"))
     datasets = tmp_path / "home" / "datasets"
@@ -417,7 +419,7 @@ def test_get_file_extracts_archives_where_keras_does(tmp_path):
     assert not (tmp_path / "outside.txt").exists()
 
 
-# ---- keras.preprocessing -----------------------------------------------------------------------------
+# ---- keras.preprocessing -------------------------------------------------------------------------
 def test_preprocessing_names():
     pre = keras.preprocessing
     assert pre.image_dataset_from_directory is keras.utils.image_dataset_from_directory

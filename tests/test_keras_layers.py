@@ -158,7 +158,7 @@ def test_conv2d_matches_numpy(padding, strides, dilation):
     out = layer(x)
     assert out.shape == expected.shape
     assert layer.compute_output_shape((None, 6, 5, 3)) == tf.TensorShape([None]
-                                                                        + list(expected.shape[1:]))
+                                                                         + list(expected.shape[1:]))
     np.testing.assert_allclose(out.numpy(), expected, rtol=1e-4, atol=1e-5)
 
 

@@ -351,7 +351,7 @@ def test_notebook_step_sparse_crossentropy_of_softmax():
     """The TF2 tutorial's train step: softmax probabilities, keyword arguments, reduce_mean."""
     logits = tf.constant(LOGITS)
     loss = tf.reduce_mean(L.sparse_categorical_crossentropy(y_true=SPARSE,
-                                                             y_pred=tf.nn.softmax(logits)))
+                                                            y_pred=tf.nn.softmax(logits)))
     np.testing.assert_allclose(loss.numpy(), np.mean([0.24131133, 1.9016712, 7.019045]),
                                rtol=1e-5)
 

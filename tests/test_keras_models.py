@@ -6,21 +6,22 @@ import hybridtf as tf
 from hybridtf import keras
 from hybridtf.keras import layers, models
 
-SEED_SUMMARY = """\
-Model: "sequential"
-_________________________________________________________________
-Layer (type)                 Output Shape              Param #   
-=================================================================
-dense (Dense)                (None, 4)                 44        
-_________________________________________________________________
-dense_1 (Dense)              (None, 2)                 10        
-_________________________________________________________________
-dense_2 (Dense)              (None, 1)                 3         
-=================================================================
-Total params: 57
-Trainable params: 57
-Non-trainable params: 0
-_________________________________________________________________"""
+# The seed's printed summary, trailing spaces included (as Keras pads its columns).
+SEED_SUMMARY = "\n".join([
+    'Model: "sequential"',
+    "_" * 65,
+    "Layer (type)                 Output Shape              Param #   ",
+    "=" * 65,
+    "dense (Dense)                (None, 4)                 44        ",
+    "_" * 65,
+    "dense_1 (Dense)              (None, 2)                 10        ",
+    "_" * 65,
+    "dense_2 (Dense)              (None, 1)                 3         ",
+    "=" * 65,
+    "Total params: 57",
+    "Trainable params: 57",
+    "Non-trainable params: 0",
+    "_" * 65])
 
 
 @pytest.fixture(autouse=True)
@@ -62,7 +63,7 @@ def test_seed_sequential_summary_and_structure():
     assert [v.shape for v in model.variables] == [(10, 4), (4,), (4, 2), (2,), (2, 1), (1,)]
     np.testing.assert_array_equal(model.variables[1].numpy(), np.zeros(4))
     assert [type(m).__name__ for m in model.submodules] == ["InputLayer", "Dense", "Dense",
-                                                           "Dense"]
+                                                            "Dense"]
     assert model.submodules[0].name == "dense_input"
     assert [layer.name for layer in model.layers] == ["dense", "dense_1", "dense_2"]
     assert model.layers[0].output_shape == (None, 4)
@@ -334,7 +335,7 @@ def test_model_called_inside_tf_function_and_trained():
 
     losses = [float(train_step(x, y)) for _ in range(30)]
     assert model.built and [v.name for v in model.weights][:2] == ["regressor/dense/kernel:0",
-                                                                  "regressor/dense/bias:0"]
+                                                                   "regressor/dense/bias:0"]
     assert losses[-1] < 0.5 * losses[0]
     eager_loss = float(tf.reduce_mean(tf.square(model(x) - y)))
     assert train_step.experimental_get_tracing_count() <= 2

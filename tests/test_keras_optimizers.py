@@ -34,7 +34,7 @@ MAKERS = {
     "sgd_global_clipnorm": lambda: K.SGD(learning_rate=0.1, global_clipnorm=1.0),
     "sgd_weight_decay": lambda: K.SGD(learning_rate=0.1, weight_decay=0.1),
     "adam_schedule": lambda: K.Adam(learning_rate=S.ExponentialDecay(0.01, decay_steps=2,
-                                                                      decay_rate=0.5)),
+                                                                     decay_rate=0.5)),
 }
 
 # The variables after the 4 steps of G0/G1, computed by TF 2.21's Keras optimizers.

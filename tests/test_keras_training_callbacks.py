@@ -153,7 +153,7 @@ def test_backup_and_restore_resumes_where_training_stopped(tmp_path):
                   callbacks=[callbacks.BackupAndRestore(backup), _Interrupt(3)])
     assert sorted(os.listdir(backup)) == ["latest.weights.h5", "training_metadata.json"]
     assert json.loads((backup / "training_metadata.json").read_text()) == {"epoch": 3,
-                                                                          "batch": 0}
+                                                                           "batch": 0}
     # A new process would start from scratch: a fresh model with other weights.
     resumed = _model()
     epochs = _Epochs()
@@ -174,7 +174,7 @@ def test_backup_and_restore_batch_frequency_and_kept_checkpoint(tmp_path):
     # Saved after the 3rd batch (epoch 0, batch 2) and the 6th (epoch 1, batch 1); the
     # epoch recorded is the number of epochs completed.
     assert json.loads((backup / "training_metadata.json").read_text()) == {"epoch": 1,
-                                                                          "batch": 1}
+                                                                           "batch": 1}
     assert (backup / "latest.weights.h5").exists()
 
 

@@ -127,7 +127,9 @@ def test_conv2d_gradients_match_finite_differences(conv_path):
                                   ((1, 1), "SAME", (1, 2))]:
         y = conv.conv2d(x, w, strides, padding, dil)
         dy = rng.standard_normal(y.shape)
-        f = lambda xx, ww: np.sum(conv.conv2d(xx, ww, strides, padding, dil) * dy)
+
+        def f(xx, ww):
+            return np.sum(conv.conv2d(xx, ww, strides, padding, dil) * dy)
         dx = conv.conv2d_backprop_input(x.shape, w, dy, strides, padding, dil)
         dw = conv.conv2d_backprop_filter(x, w.shape, dy, strides, padding, dil)
         eps = 1e-6
@@ -238,7 +240,7 @@ def test_conv2d_empty_channels():
     w = np.zeros((3, 3, 0, 5))
     np.testing.assert_array_equal(conv.conv2d(x, w, (1, 1), "SAME"), np.zeros((2, 4, 4, 5)))
     assert conv.conv2d_backprop_filter(x, w.shape, np.ones((2, 4, 4, 5)), (1, 1),
-                                     "SAME").shape == w.shape
+                                       "SAME").shape == w.shape
 
 
 # ---- which form each call takes ---------------------------------------------------------------

@@ -156,7 +156,7 @@ def test_noncontiguous_axes_and_size_one_dims():
     for axes in [(0, 2), (0, 3), (1, 2), (0, 1, 3), (1,), (0, 1, 2, 3)]:
         np.testing.assert_allclose(R.reduce_sum(x, axes), x.sum(axis=axes), rtol=1e-12)
         np.testing.assert_array_equal(R.reduce_max(x, axes, True), x.max(axis=axes,
-                                                                          keepdims=True))
+                                                                         keepdims=True))
 
 
 def test_no_axes_returns_copy():

@@ -253,7 +253,8 @@ def test_deleting_a_function_frees_its_traces_and_modules(monkeypatch):
     module = concrete._compiled_graph().module
     name = module.__name__.rpartition(".")[2]
     assert codegen.leased_modules()[name] >= 3
-    refs = [weakref.ref(o) for o in (f, concrete, concrete.graph, concrete._compiled_graph(), module)]
+    refs = [weakref.ref(o)
+            for o in (f, concrete, concrete.graph, concrete._compiled_graph(), module)]
     del f, concrete, module
     gc.collect()
     assert [r() for r in refs] == [None] * len(refs)

@@ -359,7 +359,7 @@ def test_sort_and_top_k_second_derivatives():
         dy = inner.gradient(y, x)
     # sorted: [-1, 2, 3] -> d2/dx2 of w * x^3 is 6 w x; the top value 3 adds 2.
     np.testing.assert_allclose(outer.gradient(dy, x).numpy(), [6 * 10 * 2.0, 6 * 1 * -1.0,
-                                                                6 * 100 * 3.0 + 2.0])
+                                                               6 * 100 * 3.0 + 2.0])
 
 
 def test_inputs_of_unknown_rank_are_checked_when_the_function_runs():

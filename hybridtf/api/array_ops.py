@@ -151,7 +151,7 @@ def _traced_range(start, limit, delta, dtype):
     return execute1(AR.RANGE, bounds, {"dtype": target})
 
 
-# ---- shape ----------------------------------------------------------------------------------------
+# ---- shape ---------------------------------------------------------------------------------------
 def shape(input, out_type=dtypes.int32, name=None):  # noqa: A002
     """The shape of a tensor, as a 1-D integer tensor."""
     x = as_tensor(input)
@@ -254,7 +254,7 @@ def stop_gradient(input, name=None):  # noqa: A002
     return execute1(AR.STOP_GRADIENT, [x], None)
 
 
-# ---- joins and splits -----------------------------------------------------------------------------
+# ---- joins and splits ----------------------------------------------------------------------------
 def concat(values, axis, name="concat"):
     tensors = [as_tensor(v) for v in values]
     attrs = {"axis": checks.integer("concat", axis, "axis")}
@@ -367,7 +367,7 @@ def _pad_value(x, constant_values):
     return np.asarray(value).item()
 
 
-# ---- gather and friends ---------------------------------------------------------------------------
+# ---- gather and friends --------------------------------------------------------------------------
 def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name=None):
     """Slices of ``params`` along ``axis`` at ``indices``; indices out of range are an error."""
     p = as_tensor(params)
@@ -405,7 +405,8 @@ def _batched_gather(params, indices, axis, batch_dims):
     offsets = np.arange(batch, dtype=indices._np_dtype).reshape(
         pshape[:batch_dims] + [1] * (len(ishape) - batch_dims)) * n
     flat_params = reshape(params, [batch * n] + pshape[axis + 1:])
-    flat = execute1(AR.GATHER, [flat_params, execute_binary(E.ADD, indices, Tensor(offsets))], {"axis": 0})
+    flat = execute1(AR.GATHER, [flat_params, execute_binary(E.ADD, indices, Tensor(offsets))],
+                    {"axis": 0})
     return reshape(flat, ishape + pshape[axis + 1:])
 
 
@@ -441,13 +442,13 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
                                       "dtype": target.as_numpy_dtype})
 
 
-# ---- slicing --------------------------------------------------------------------------------------
+# ---- slicing -------------------------------------------------------------------------------------
 def _index_item(item):
     if item is None or item is Ellipsis:
         return item
     if isinstance(item, builtins.slice):
         return builtins.slice(*(None if v is None else _int_index(v) for v in
-                       (item.start, item.stop, item.step)))
+                                (item.start, item.stop, item.step)))
     return _int_index(item)
 
 
@@ -548,4 +549,3 @@ def tensor_array_write_grad(grad, buffer, index):
     """The gradients of a TensorArray write: (for the old buffer, for the written value)."""
     return execute(tensor_array.TENSOR_ARRAY_WRITE_GRAD,
                    [as_tensor(grad), as_tensor(buffer), as_tensor(index)], None)
-

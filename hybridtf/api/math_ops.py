@@ -5,7 +5,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from hybridtf.api.array_ops import ones_like, reshape, stop_gradient, transpose, zeros_like
-from hybridtf.eager.execute import (as_tensor, binary_operands, execute, execute1,
+from hybridtf.eager.execute import (as_tensor, binary_operands, execute1,
                                     execute_binary, execute_ternary, execute_unary)
 from hybridtf.framework import dtypes
 from hybridtf.framework.tensor import Tensor

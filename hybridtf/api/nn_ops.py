@@ -156,7 +156,7 @@ def bias_add(value, bias, data_format=None, name=None):
     return execute1(NN.BIAS_ADD, [v, b], None)
 
 
-# ---- convolution and pooling ----------------------------------------------------------------------
+# ---- convolution and pooling ---------------------------------------------------------------------
 def _pair(op_name, value, what):
     """TF's int / [h, w] / [1, h, w, 1] forms of strides, ksize and dilations, as (h, w)."""
     try:
@@ -231,7 +231,7 @@ def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides, padding,
     x, dy = binary_operands("conv2d_backprop_filter", input, out_backprop)
     attrs = conv_attrs("conv2d_backprop_filter", strides, padding, dilations)
     attrs["filter_shape"] = tuple(checks.integers("conv2d_backprop_filter", filter_sizes,
-                                                   "filter_sizes"))
+                                                  "filter_sizes"))
     return execute1(NN.CONV2D_BACKPROP_FILTER, [x, dy], attrs)
 
 
@@ -273,7 +273,7 @@ def max_pool2d_grad_grad(orig_input, orig_output, grad, ksize, strides, padding)
 def avg_pool2d_grad(orig_input_shape, grad, ksize, strides, padding):
     attrs = _pool_attrs("avg_pool2d_grad", ksize, strides, padding)
     attrs["input_shape"] = tuple(checks.integers("avg_pool2d_grad", orig_input_shape,
-                                                  "orig_input_shape"))
+                                                 "orig_input_shape"))
     return execute1(NN.AVG_POOL_GRAD, [as_tensor(grad)], attrs)
 
 

@@ -7,7 +7,7 @@ contents live in one buffer tensor of shape [size, *element_shape], so a TensorA
 import numpy as np
 
 from hybridtf.api import array_ops, math_ops
-from hybridtf.eager.execute import as_tensor, execute, execute1
+from hybridtf.eager.execute import as_tensor, execute1
 from hybridtf.framework import dtypes
 from hybridtf.framework.tensor import Tensor
 from hybridtf.framework.tensor_shape import TensorShape

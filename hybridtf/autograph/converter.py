@@ -438,7 +438,7 @@ class _ControlFlowTransformer(ast.NodeTransformer):
         self.fc.generated.add(body_name)
         test_fn = self._def(test_name, loop_vars, [ast.Return(value=node.test)])
         body_fn = self._def(body_name, loop_vars, list(node.body) +
-                       [ast.Return(value=_names_tuple(loop_vars))])
+                            [ast.Return(value=_names_tuple(loop_vars))])
         call = _call(_ag("while_stmt"), [_name(test_name), _name(body_name),
                                          self._ld(loop_vars), _strs(loop_vars), _strs(exposed)])
         return [test_fn, body_fn, self._assign_result(loop_vars, call)]
@@ -452,8 +452,8 @@ class _ControlFlowTransformer(ast.NodeTransformer):
         itr = body_name.replace("loop_body", "itr")
         out = []
         body_fn = self._def(body_name, [itr] + loop_vars,
-                       [ast.Assign(targets=[node.target], value=_name(itr))] + list(node.body) +
-                       [ast.Return(value=_names_tuple(loop_vars))])
+                            [ast.Assign(targets=[node.target], value=_name(itr))]
+                            + list(node.body) + [ast.Return(value=_names_tuple(loop_vars))])
         out.append(body_fn)
         if extra is not None:
             extra_name = body_name.replace("loop_body", "extra_test")
@@ -601,4 +601,3 @@ def convert(fn, runtime):
     if instance is not None:
         return types.MethodType(converted, instance)
     return converted
-

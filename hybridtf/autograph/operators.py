@@ -329,7 +329,8 @@ def _graph_while(test, body, state, names, exposed):
     _check_loop_vars(state, names, exposed)
     try:
         return tuple(control_flow_ops.while_loop(lambda *v: test(*v),
-                                      lambda *v: tuple(_tuple(body(*v), n)), tuple(state)))
+                                                 lambda *v: tuple(_tuple(body(*v), n)),
+                                                 tuple(state)))
     except Exception as err:  # noqa: BLE001 - re-raised with the variables' names
         raise _loop_error(err, names)
 
@@ -539,7 +540,7 @@ def _graph_for(iterable, extra_test, body, state, names, exposed, iterate=None):
     return tuple(final[1:])
 
 
-# ---- calls -----------------------------------------------------------------------------------------
+# ---- calls ---------------------------------------------------------------------------------------
 # Modules whose functions are never converted: the framework itself, its dependencies and the
 # standard library (their code has no control flow on a user's tensors).
 _UNCONVERTED_MODULES = ("hybridtf", "ops", "numpy", "numba", "scipy", "tqdm", "llvmlite")

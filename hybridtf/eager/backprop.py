@@ -25,7 +25,8 @@ class UnconnectedGradients(enum.Enum):
 
 def _unconnected_mode(value):
     try:
-        return UnconnectedGradients(value.value if isinstance(value, UnconnectedGradients) else value)
+        return UnconnectedGradients(
+            value.value if isinstance(value, UnconnectedGradients) else value)
     except ValueError:
         raise ValueError(f"Unknown value for unconnected_gradients: {value!r}; use "
                          "tf.UnconnectedGradients.NONE or .ZERO.") from None
@@ -301,7 +302,7 @@ def _assemble(rows, target_shape, source, batch):
         rows = [g if g is not None else _zeros_like(source) for g in rows]
     if not rows:
         return A.zeros(target_shape + (source_shape[1:] if batch else source_shape),
-                               dtype=source.dtype)
+                       dtype=source.dtype)
     stacked = A.stack(rows, axis=1 if batch else 0)
     if batch:
         return A.reshape(stacked, target_shape + source_shape[1:])

@@ -75,6 +75,7 @@ def add_node(graph, op, inputs, attrs):
         tape_lib.record(op, tuple(inputs), outputs, attrs, op.grad)
     return outputs
 
+
 def execute1(op, inputs, attrs):
     """``execute`` for single-output ops: returns the tensor itself."""
     return execute(op, inputs, attrs)[0]

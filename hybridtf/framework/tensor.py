@@ -161,7 +161,8 @@ class Tensor:
 
     def __str__(self):
         dtype = self.dtype
-        return f"tf.Tensor({format_value(self.numpy(), dtype)}, shape={self.shape}, dtype={dtype.name})"
+        return (f"tf.Tensor({format_value(self.numpy(), dtype)}, shape={self.shape}, "
+                f"dtype={dtype.name})")
 
     def __copy__(self):
         return self

@@ -93,7 +93,8 @@ class Variable:
 
     @staticmethod
     def _scoped_name(name):
-        """TF's variable name: the enclosing ``name_scope`` + the name (default "Variable") + ":0"."""
+        """TF's variable name: the enclosing ``name_scope`` + the name (default "Variable")
+        + ":0"."""
         if name and ":" in name:
             return name
         return name_scope.current_prefix() + (name or "Variable") + ":0"
@@ -189,8 +190,9 @@ class Variable:
         else:
             array = to_numpy(value, self.dtype)
         if not self._shape.is_compatible_with(array.shape):
-            raise ValueError(f"{op_name}: cannot assign a value of shape {TensorShape(array.shape)} "
-                             f"to variable {self._name} of shape {self._shape}.")
+            raise ValueError(f"{op_name}: cannot assign a value of shape "
+                             f"{TensorShape(array.shape)} to variable {self._name} of shape "
+                             f"{self._shape}.")
         return np.asarray(array)
 
     def _assign_traced(self, graph, value, op_name):
@@ -285,8 +287,9 @@ class Variable:
         return iter(self.value())
 
     def __repr__(self):
+        value = format_value(self.numpy(), self.dtype) if self.ndim == 0 else repr(self.numpy())
         return (f"<tf.Variable '{self._name}' shape={self.shape} dtype={self.dtype.name}, "
-                f"numpy={format_value(self.numpy(), self.dtype) if self.ndim == 0 else repr(self.numpy())}>")
+                f"numpy={value}>")
 
     def __deepcopy__(self, memo):
         copy = Variable(self._shared_array(), trainable=self._trainable,

@@ -121,7 +121,7 @@ def call_key(pairs):
     return tuple((name, key_of(value)) for name, value in pairs)
 
 
-# ---- shape relaxation (reduce_retracing) ----------------------------------------------------------
+# ---- shape relaxation (reduce_retracing) ---------------------------------------------------------
 def relax(old, new):
     """The most specific key covering both, when they differ only in tensor dimensions.
 
@@ -191,7 +191,7 @@ def covers_call(general, specific):
         na == nb and covers(a, b) for (na, a), (nb, b) in zip(general, specific))
 
 
-# ---- retracing diagnostics --------------------------------------------------------------------------
+# ---- retracing diagnostics -----------------------------------------------------------------------
 def differences(old, new):
     """Human-readable lines naming each argument whose key changed between two calls."""
     old_args, new_args = dict(old), dict(new)

@@ -256,7 +256,7 @@ class IterableData:
     def _items(self):
         if self.is_sequence:
             count = len(self.source) if self.steps is None else min(self.steps,
-                                                                     len(self.source))
+                                                                    len(self.source))
             return (self.source[i] for i in range(count))
         if self._iterator is None:
             self._iterator = iter(self.source)

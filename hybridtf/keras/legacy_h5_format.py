@@ -345,9 +345,9 @@ def model_from_keras_config(config, custom_objects=None):
     if class_name in ("Functional", "Model") and "layers" in config["config"]:
         return _functional_from_config(config["config"], custom_objects)
     cls = model_configs.find_model_class(class_name, config.get("registered_name"),
-                                        custom_objects, object_registration.in_safe_mode())
+                                         custom_objects, object_registration.in_safe_mode())
     model = model_configs.model_from_class_config(cls, class_name, config["config"],
-                                                 custom_objects)
+                                                  custom_objects)
     shape = config.get("build_input_shape")
     if not model.built:
         if shape is None:

@@ -57,7 +57,7 @@ def compile_config(model):
                 "loss": serialize_spec(model._loss_spec, losses.serialize),
                 "metrics": serialize_spec(container._user_metrics, metrics.serialize),
                 "weighted_metrics": serialize_spec(container._user_weighted_metrics,
-                                                    metrics.serialize),
+                                                   metrics.serialize),
                 "loss_weights": model.compiled_loss._user_loss_weights}
     except (ValueError, AttributeError) as err:
         warnings.warn(f"save: the compile settings of {model.name!r} cannot be saved ({err}); "

@@ -166,7 +166,8 @@ def _concat_infer(specs, attrs):
                                        for j, (a, b) in enumerate(zip(s.shape, specs[0].shape))
                                        if j != axis):
             checks.fail("concat", f"values[{i}] has shape {checks.fmt_shape(s.shape)}, which does "
-                        f"not match values[0]'s {checks.fmt_shape(specs[0].shape)} outside axis {axis}.")
+                        f"not match values[0]'s {checks.fmt_shape(specs[0].shape)} outside axis "
+                        f"{axis}.")
         total = None if total is None or s.shape[axis] is None else total + s.shape[axis]
     shape = list(specs[0].shape)
     shape[axis] = total
@@ -448,7 +449,6 @@ BROADCAST_LIKE = _one(
     lambda record, grads: (A.sum_to_like(grads[0], record.inputs[0]), None))
 
 
-
 def _reshape_like_infer(specs, attrs):
     value, like = specs
     known = [d for d in like.shape if d is not None]
@@ -483,6 +483,7 @@ UNREDUCE = _one(
     "unreduce", _unreduce_eager, lambda specs, attrs: [Spec(specs[1].shape, specs[0].dtype)],
     lambda record, grads: (M.reduce_sum(grads[0], axis=list(record.attrs["axes"]),
                                         keepdims=record.attrs["keepdims"]), None))
+
 
 def _range_length(start, limit, delta):
     """How many values tf.range gives (Python numbers), or InvalidArgumentError when the bounds

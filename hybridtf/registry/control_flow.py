@@ -114,5 +114,5 @@ def _while_grad_eager(arrays, attrs):
 WHILE_GRAD = register(OpDef(
     "while_loop_grad", "control_flow", {"cpu": _while_grad_eager},
     lambda specs, attrs: [Spec(s.shape, s.dtype) for s in specs[:attrs["n_state"] +
-                                                                 attrs["n_outer"]]],
+                                                                attrs["n_outer"]]],
     num_outputs=None, subgraphs=("cond", "body", "body_vjp")))

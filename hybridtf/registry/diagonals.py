@@ -190,7 +190,7 @@ def _diag_grad(record, grads):
     length = record.inputs[0]._shape_tuple[-1]
     zero = A.zeros([], g.dtype)
     return EX.execute1(DIAG_PART, [g, zero], {"k": a["k"], "align": a["align"],
-                                           "length": length}), None
+                                              "length": length}), None
 
 
 DIAG = register(OpDef("matrix_diag", "opaque", {"cpu": _diag_eager}, _diag_infer, _diag_grad))

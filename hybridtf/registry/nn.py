@@ -155,7 +155,8 @@ def check_conv_pair(name, x_shape, w_shape, x_dtype, w_dtype):
                     f"{checks.fmt_shape(x_shape)} and {checks.fmt_shape(w_shape)}.")
     if None not in (x_shape[3], w_shape[2]) and x_shape[3] != w_shape[2]:
         checks.fail(name, f"input depth {x_shape[3]} (shape {checks.fmt_shape(x_shape)}) does not "
-                    f"match the filters' in-depth {w_shape[2]} (shape {checks.fmt_shape(w_shape)}).")
+                    f"match the filters' in-depth {w_shape[2]} (shape "
+                    f"{checks.fmt_shape(w_shape)}).")
     if x_dtype != w_dtype:
         checks.fail(name, f"input has dtype {checks.dtype_name(x_dtype)} but filters have "
                     f"{checks.dtype_name(w_dtype)}; cast one with tf.cast.")
@@ -354,7 +355,8 @@ def _bias_infer(specs, attrs):
     if len(bias.shape) != 1 or len(value.shape) < 2 or (
             None not in (bias.shape[0], value.shape[-1]) and bias.shape[0] != value.shape[-1]):
         checks.fail("bias_add", f"bias must be 1-D with the size of value's last dimension; got "
-                    f"value {checks.fmt_shape(value.shape)} and bias {checks.fmt_shape(bias.shape)}.")
+                    f"value {checks.fmt_shape(value.shape)} and bias "
+                    f"{checks.fmt_shape(bias.shape)}.")
     return [Spec(value.shape, value.dtype)]
 
 

@@ -6,8 +6,9 @@ and traced like any others.  The public ops are defined in ``hybridtf.api``, a l
 registry, so the registry cannot import them.  Instead each name below is a namespace that
 ``hybridtf.api`` binds to its module when it loads (dependency inversion): a registry module
 writes ``from hybridtf.registry.public_ops import math_ops as M`` and uses ``M.reduce_sum`` in
-its rules (the tape's gradient accumulation in ``eager.backprop`` uses them the same way).  ``execute`` is bound to eager execution, for rules that run an op of their own entry
-with attributes the public functions do not take.
+its rules (the tape's gradient accumulation in ``eager.backprop`` uses them the same way).
+``execute`` is bound to eager execution, for rules that run an op of their own entry with
+attributes the public functions do not take.
 
 Rules run only when a gradient (or a graph) is computed, long after ``hybridtf.api`` has loaded;
 a rule that runs earlier gets an error that says so.

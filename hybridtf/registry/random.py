@@ -12,7 +12,8 @@ def _infer(name, allowed):
     def infer(specs, attrs):
         checks.allowed_dtype(name, np.dtype(attrs["dtype"]), allowed, "dtype")
         if any(d < 0 for d in attrs["shape"]):
-            checks.fail(name, f"shape must have non-negative dimensions, got {list(attrs['shape'])}.")
+            checks.fail(name, f"shape must have non-negative dimensions, got "
+                              f"{list(attrs['shape'])}.")
         return [Spec(tuple(attrs["shape"]), np.dtype(attrs["dtype"]))]
     return infer
 

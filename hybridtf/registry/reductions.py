@@ -116,7 +116,8 @@ def _arg_infer(name):
             checks.fail(name, "input must have rank >= 1, got a scalar.")
         axis = checks.axis(name, attrs["axis"], len(x.shape))
         if x.shape[axis] == 0:
-            checks.fail(name, f"Reduction axis {axis} is empty in shape {checks.fmt_shape(x.shape)}.")
+            checks.fail(name, f"Reduction axis {axis} is empty in shape "
+                              f"{checks.fmt_shape(x.shape)}.")
         if np.dtype(attrs["output_type"]) not in (np.dtype(np.int32), np.dtype(np.int64)):
             raise TypeError(f"{name}: output_type must be int32 or int64.")
         return [Spec(tuple(d for i, d in enumerate(x.shape) if i != axis), attrs["output_type"])]

@@ -88,7 +88,7 @@ def _col2im_rows(dcols, r0, r1, Ho, Wo, kh, kw, sh, sw, dh, dw, pt, pl, dx):
                             xf[(n * H + ih) * W + iw] += cf[base + i * kw + j]
                         else:
                             add_run(xf, ((n * H + ih) * W + iw) * C, cf, base + (i * kw + j) * C,
-                                  C)
+                                    C)
 
 
 def _rows_per_chunk(K, Wo):
@@ -187,7 +187,7 @@ def _im2col_t_rows(x, r0, r1, Ho, Wo, kh, kw, sh, sw, dh, dw, pt, pl, ct, ld):
                         continue
                     zero_run(cf, d, lo)
                     _gather_run(cf, d + lo, xf, ((n * H + ih) * W + lo * sw - off) * C + c, sw * C,
-                             hi - lo)
+                                hi - lo)
                     zero_run(cf, d + hi, Wo - hi)
 
 

@@ -107,7 +107,7 @@ def _winograd_input_tiles(x, t0, t1, nth, ntw, pt, pl, v, patch):
                 ca = _BT_A0[j] * C
                 cb = _BT_A1[j] * C
                 combine4(vf, ((4 * i + j) * tc + lt) * C, src, ra + ca, ra + cb, rb + ca, rb + cb,
-                        cf[i, j, 0], cf[i, j, 1], cf[i, j, 2], cf[i, j, 3], C)
+                         cf[i, j, 0], cf[i, j, 1], cf[i, j, 2], cf[i, j, 3], C)
 
 
 @_jit
@@ -125,13 +125,13 @@ def _winograd_output_tiles(m, t0, t1, nth, ntw, out, rbuf):
         tw = rem - th * ntw
         lt = t - t0
         # r = A^T m: r0 = m0 + m1 + m2, r1 = m1 - m2 - m3 (over the first tile index)
-        for l in range(4):
-            o0 = (l * tc + lt) * Co
-            o1 = ((4 + l) * tc + lt) * Co
-            o2 = ((8 + l) * tc + lt) * Co
-            o3 = ((12 + l) * tc + lt) * Co
-            combine3(rbuf, l * Co, mf, o0, o1, o2, one, one, Co)
-            combine3(rbuf, (4 + l) * Co, mf, o1, o2, o3, -one, -one, Co)
+        for j in range(4):
+            o0 = (j * tc + lt) * Co
+            o1 = ((4 + j) * tc + lt) * Co
+            o2 = ((8 + j) * tc + lt) * Co
+            o3 = ((12 + j) * tc + lt) * Co
+            combine3(rbuf, j * Co, mf, o0, o1, o2, one, one, Co)
+            combine3(rbuf, (4 + j) * Co, mf, o1, o2, o3, -one, -one, Co)
         # y = r A: y0 = r0 + r1 + r2, y1 = r1 - r2 - r3 (over the second index)
         for i in range(2):
             oh = 2 * th + i
@@ -211,11 +211,11 @@ def _winograd_output_grad_tiles(dy, t0, t1, nth, ntw, dm, ybuf, ebuf):
         for i in range(4):  # e = A dY (rows): e[i, c] = a0 y[0, c] + a1 y[1, c]
             for c in range(2):
                 combine2(ebuf, (2 * i + c) * Co, ybuf, c * Co, (2 + c) * Co, cf[i, 0], cf[i, 1],
-                        Co)
+                         Co)
         for i in range(4):  # dm = e A^T (columns)
             for j in range(4):
                 combine2(mf, ((4 * i + j) * tc + lt) * Co, ebuf, 2 * i * Co, (2 * i + 1) * Co,
-                        cf[j, 0], cf[j, 1], Co)
+                         cf[j, 0], cf[j, 1], Co)
 
 
 @_jit

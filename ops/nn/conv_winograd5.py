@@ -95,13 +95,13 @@ def _w5_bt_rows(dst, do, ds, src, o, bt, n):
     """dst[do + r * ds + c] = sum_a B^T[r, a] src[o[a] + c] for r < 6, c < n; o: 6 offsets, bt:
     B^T in the data's dtype (rows 1..4 use inputs 1..4 only, row 0 inputs 0..4, row 5 1..5)."""
     _combine5(dst, do, src, o[0], o[1], o[2], o[3], o[4],
-            bt[0, 0], bt[0, 1], bt[0, 2], bt[0, 3], bt[0, 4], n)
+              bt[0, 0], bt[0, 1], bt[0, 2], bt[0, 3], bt[0, 4], n)
     for r in (1, 3):
         _combine4x2(dst, do + r * ds, do + (r + 1) * ds, src, o[1], o[2], o[3], o[4],
-                  bt[r, 1], bt[r, 2], bt[r, 3], bt[r, 4],
-                  bt[r + 1, 1], bt[r + 1, 2], bt[r + 1, 3], bt[r + 1, 4], n)
+                    bt[r, 1], bt[r, 2], bt[r, 3], bt[r, 4],
+                    bt[r + 1, 1], bt[r + 1, 2], bt[r + 1, 3], bt[r + 1, 4], n)
     _combine5(dst, do + 5 * ds, src, o[1], o[2], o[3], o[4], o[5],
-            bt[5, 1], bt[5, 2], bt[5, 3], bt[5, 4], bt[5, 5], n)
+              bt[5, 1], bt[5, 2], bt[5, 3], bt[5, 4], bt[5, 5], n)
 
 
 @_jit
@@ -109,7 +109,7 @@ def _w5_at_row(dst, do, src, o, r, at, n):
     """dst[do + c] = sum_a A^T[r, a] src[o[a] + c] for c < n (row 0: terms 0..4, row 1: 1..5)."""
     s = r  # first nonzero term
     _combine5(dst, do, src, o[s], o[s + 1], o[s + 2], o[s + 3], o[s + 4],
-            at[r, s], at[r, s + 1], at[r, s + 2], at[r, s + 3], at[r, s + 4], n)
+              at[r, s], at[r, s + 1], at[r, s + 2], at[r, s + 3], at[r, s + 4], n)
 
 
 @_jit
@@ -119,7 +119,7 @@ def _w5_a_rows(dst, do, ds, src, o0, o1, at, n):
     _scale_run(dst, do, src, o0, at[0, 0], n)
     for r in (1, 3):
         _combine2x2(dst, do + r * ds, do + (r + 1) * ds, src, o0, o1,
-                  at[0, r], at[1, r], at[0, r + 1], at[1, r + 1], n)
+                    at[0, r], at[1, r], at[0, r + 1], at[1, r + 1], n)
     _scale_run(dst, do + 5 * ds, src, o1, at[1, 5], n)
 
 

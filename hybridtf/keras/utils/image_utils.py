@@ -203,4 +203,4 @@ def resize_with_pad(image, target_height, target_width, method="bilinear"):
     left = max(0, (target_width - new_width) // 2)
     resized = image_ops.resize(image, (new_height, new_width), method=method)
     return array_ops.pad(resized, [[top, target_height - new_height - top],
-                                     [left, target_width - new_width - left], [0, 0]])
+                                   [left, target_width - new_width - left], [0, 0]])
