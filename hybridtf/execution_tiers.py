@@ -1,17 +1,22 @@
 """The two execution tiers of a traced graph: the interpreter at once, the compiled plan when ready.
 
-A new trace runs at once on the graph interpreter, whose node kernels are compiled already (and
-cached on disk), while its fused kernels compile on a background thread; calls switch to the
-compiled plan when it is ready. Both tiers compute the same values: the interpreter runs every
-node through its kernel, the compiled plan runs the same kernels or fused loops of the same
-scalar functions (``compiler`` documents the semantics both keep).
+A new trace whose fused kernels were never compiled runs at once on the graph interpreter, whose
+node kernels are compiled already (and cached on disk), while its fused kernels compile on a
+background thread; calls switch to the compiled plan when it is ready. A trace whose kernels are
+in the kernel cache (the same graph, shapes and dtypes in an earlier process) loads them on its
+first call instead: that is quicker than the interpreter's first step. Both tiers compute the
+same values: the interpreter runs every node through its kernel, the compiled plan runs the same
+kernels or fused loops of the same scalar functions (``compiler`` documents the semantics both
+keep).
 
 With synchronous compilation (``tf.config.experimental.set_synchronous_compilation(True)``, or
 ``HYBRIDTF_SYNCHRONOUS_COMPILATION=1`` in the environment), the first call compiles before it
 runs, as benchmarks and tests that time or inspect the compiled plan want.
 
-A graph the compiler fails on stays on the interpreter, and the next call warns once with
-``compiler.CompilationWarning`` (from the caller's thread, so that warning filters apply).
+A graph the compiler fails on stays on the interpreter and warns once with
+``compiler.CompilationWarning``: on its first call when preparing it fails, on the call after a
+failed background compile otherwise (always from the caller's thread, so that warning filters
+apply).
 """
 import os
 import threading
@@ -62,15 +67,20 @@ class ExecutionTiers:
             return final
         with self._lock:
             if self._final is None:
-                if self._outcome is None and synchronous_compilation():
-                    self._outcome = self._compile()
+                if self._outcome is None and self._compiling is None:
+                    rendered, error = self._render()
+                    if rendered is None:
+                        self._outcome = None, error
+                    elif rendered.stored or synchronous_compilation():
+                        # compiled before (its kernels load from the cache), or asked for
+                        self._outcome = self._finish(rendered)
+                    else:
+                        self._compiling = threading.Thread(
+                            target=self._finish_in_background, args=(rendered,), daemon=True,
+                            name=f"hybridtf-compile-{self._name}")
+                        return self._first_call
                 if self._outcome is not None:
                     self._install(*self._outcome)
-                elif self._compiling is None:
-                    self._compiling = threading.Thread(
-                        target=self._compile_in_background, daemon=True,
-                        name=f"hybridtf-compile-{self._name}")
-                    return self._first_call
             return self._final or self._interpreted
 
     def _first_call(self, arrays, call_index):
@@ -85,27 +95,36 @@ class ExecutionTiers:
         """The compiled tier's run, compiling now if needed (waits for a background compile):
         for ``kernel_source`` and callers that need the compiled plan itself."""
         thread = self._compiling
-        if thread is not None:
+        if thread is not None and thread.ident is not None:
             thread.join()
         with self._lock:
             if self._final is None:
                 if self._outcome is None:
-                    self._outcome = self._compile()
+                    rendered, error = self._render()
+                    self._outcome = (None, error) if rendered is None else self._finish(rendered)
                 self._install(*self._outcome)
         return self._final
 
-    def _compile_in_background(self):
-        outcome = self._compile()
+    def _finish_in_background(self, rendered):
+        outcome = self._finish(rendered)
         with self._lock:
             self._outcome = outcome
 
-    def _compile(self):
+    def _render(self):
+        """(the graph prepared for its backend, None), or (None, the error)."""
         try:
-            compiled = compiler.compile_graph(
-                self._graph, compiler.backend_for_device(self._graph.device))
+            backend = compiler.backend_for_device(self._graph.device)
+            return compiler.prepare(self._graph, backend), None
         except Exception as err:  # noqa: BLE001 - lowering is an optimisation: never fatal
             return None, err
-        return compiled, None
+
+    @staticmethod
+    def _finish(rendered):
+        """(CompiledGraph, None), or (None, the error)."""
+        try:
+            return rendered.finish(), None
+        except Exception as err:  # noqa: BLE001 - lowering is an optimisation: never fatal
+            return None, err
 
     def _install(self, compiled, error):
         """Makes the outcome of compiling final (under the lock)."""

@@ -50,6 +50,24 @@ def _library_digest():
 _LIBRARY_DIGEST = _library_digest()
 
 
+def _module_name(prefix, source):
+    digest = hashlib.sha256((_LIBRARY_DIGEST + source).encode()).hexdigest()[:16]
+    return f"{prefix}_{digest}"
+
+
+def is_stored(prefix, source):
+    """Whether ``load_source(prefix, source)`` would find its module loaded or in the cache
+    directory already (written by an earlier load, so its kernels were compiled before)."""
+    name = _module_name(prefix, source)
+    if name in _MODULES:
+        return True
+    try:
+        with open(os.path.join(cache_dir(), "generated", name + ".py")) as f:
+            return f.read() == source
+    except OSError:
+        return False
+
+
 def load_source(prefix, source):
     """Import ``source`` as a module stored at ``<cache_dir>/generated/<prefix>_<hash>.py``.
 
@@ -57,8 +75,7 @@ def load_source(prefix, source):
     object, so Numba's on-disk cache (which is keyed by file and function) is reused across
     processes.
     """
-    digest = hashlib.sha256((_LIBRARY_DIGEST + source).encode()).hexdigest()[:16]
-    name = f"{prefix}_{digest}"
+    name = _module_name(prefix, source)
     module = _MODULES.get(name)
     if module is not None:
         return module

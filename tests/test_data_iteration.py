@@ -328,13 +328,9 @@ def test_loop_body_the_compiler_cannot_lower_runs_on_the_interpreter(monkeypatch
         for x in Dataset.range(4):
             s += x * x
         return s
-    # The loop body and the function around it both fall back, each saying so.
-    with pytest.warns(compiler.CompilationWarning) as caught:
+    with pytest.warns(compiler.CompilationWarning,
+                      match="loop over a dataset could not be compiled.*no lowering"):
         assert int(total()) == 14
-    messages = [str(w.message) for w in caught]
-    assert any("loop over a dataset could not be compiled" in m and "no lowering" in m
-               for m in messages), messages
-    assert any("tf.function total" in m and "no lowering" in m for m in messages), messages
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert int(total()) == 14        # warned once: the loop keeps its interpreter

@@ -20,18 +20,29 @@ def tiered():
     tf.config.experimental.set_synchronous_compilation(before)
 
 
+class _Held:
+    """A rendered graph whose kernels count as never compiled before, and whose compiling
+    (off the main thread) waits for ``release``."""
+
+    def __init__(self, rendered, release):
+        self._rendered = rendered
+        self._release = release
+        self.stored = False
+
+    def finish(self, warm_up=True):
+        if threading.current_thread() is not threading.main_thread():
+            assert self._release.wait(60), "the test never released the compiler"
+        return self._rendered.finish(warm_up)
+
+
 @pytest.fixture
 def slow_compiler(monkeypatch):
     """Holds every background compile until the test releases it, so that the interpreter tier
     is observable (synchronous compiles go through)."""
     release = threading.Event()
-    real = compiler.compile_graph
-
-    def held(graph, backend="cpu", warm_up=True):
-        if threading.current_thread() is not threading.main_thread():
-            assert release.wait(60), "the test never released the compiler"
-        return real(graph, backend, warm_up)
-    monkeypatch.setattr(compiler, "compile_graph", held)
+    real = compiler.prepare
+    monkeypatch.setattr(compiler, "prepare",
+                        lambda graph, backend="cpu": _Held(real(graph, backend), release))
     yield release
     release.set()
 
@@ -104,33 +115,61 @@ def test_both_tiers_give_the_same_results(tiered, slow_compiler, case):
 
 
 def test_synchronous_compilation_compiles_on_the_first_call(monkeypatch):
-    calls = []
-    real = compiler.compile_graph
-    monkeypatch.setattr(compiler, "compile_graph",
-                        lambda *a, **k: calls.append(threading.current_thread()) or real(*a, **k))
+    threads = []
+    real = compiler.prepare
+
+    def noted(graph, backend="cpu"):
+        rendered = real(graph, backend)
+        rendered.stored = False    # as if never compiled: the setting alone decides
+        threads.append(threading.current_thread())
+        return rendered
+    monkeypatch.setattr(compiler, "prepare", noted)
     f = tf.function(lambda x: x * 3.0 + 1.0)
     x = tf.constant([1.0, 2.0])
     assert tf.config.experimental.synchronous_compilation()   # the suite's setting
     f(x)
-    assert calls == [threading.current_thread()]
+    assert threads == [threading.current_thread()]
     assert _tiers(f, x).compiled is not None
+
+
+def test_kernels_compiled_before_load_on_the_first_call_even_when_tiered(tiered):
+    f = tf.function(lambda x: tf.cos(x) * 0.5 + x)
+    g = tf.function(lambda x: tf.cos(x) * 0.5 + x)   # the same graph: the same kernels
+    x = tf.constant([0.25, 0.5, 1.0])
+    f(x)
+    _tiers(f, x).wait()
+    g(x)
+    assert _tiers(g, x).compiled is not None and _tiers(g, x)._compiling is None
 
 
 def test_a_failed_background_compile_warns_on_a_later_call_and_stays_interpreted(
         tiered, monkeypatch):
-    def broken(*args, **kwargs):
+    from hybridtf.compiler import cpu
+
+    def broken(kernels, module):
         raise RuntimeError("no loop for you")
-    monkeypatch.setattr(cpu_render.RENDERER, "render", broken)
+    monkeypatch.setattr(cpu, "_warm_up", broken)
+    monkeypatch.setattr(cpu, "is_stored", lambda prefix, source: False)  # as if never compiled
     f = tf.function(lambda x: tf.exp(x) - 1.0)
     x = tf.constant([0.0, 1.0])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         np.testing.assert_allclose(f(x).numpy(), [0.0, np.e - 1], rtol=1e-6)  # no warning yet
     _tiers(f, x)._compiling.join(60)
-    with pytest.warns(compiler.CompilationWarning, match="exp, subtract.*no loop for you"):
+    with pytest.warns(compiler.CompilationWarning, match="no loop for you"):
         np.testing.assert_allclose(f(x).numpy(), [0.0, np.e - 1], rtol=1e-6)
     with warnings.catch_warnings():
         warnings.simplefilter("error")    # warned once
+        np.testing.assert_allclose(f(x).numpy(), [0.0, np.e - 1], rtol=1e-6)
+
+
+def test_a_graph_that_cannot_be_rendered_warns_on_its_first_call(tiered, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("no loop for you")
+    monkeypatch.setattr(cpu_render.RENDERER, "render", broken)
+    f = tf.function(lambda x: tf.exp(x) - 1.0)
+    x = tf.constant([0.0, 1.0])
+    with pytest.warns(compiler.CompilationWarning, match="exp, subtract.*no loop for you"):
         np.testing.assert_allclose(f(x).numpy(), [0.0, np.e - 1], rtol=1e-6)
 
 

@@ -8,8 +8,9 @@ returned and assigned variables written back at the end.  Its steps:
 1. ``fold`` -- the values fixed at compile time computed once (``fold.fold_constants``);
 2. ``lower`` -- the rest grouped into fused elementwise/reduction loops and opaque steps
    (``plan.lower``), with the single-valued constants the loops take as arguments;
-3. the backend's ``build`` -- its own choices, its kernels rendered (a subclass of
-   ``render.LoopRenderer``) and loaded, its driver built, its kernels warmed up.
+3. the backend's ``prepare`` -- its own choices and its kernels rendered (a subclass of
+   ``render.LoopRenderer``), then ``finish`` -- the kernels loaded, the driver built, the
+   kernels warmed up.
 
 Steps 1 and 2 are the same for every backend; ``BACKENDS`` names the backends that build
 (``cpu``: Numba loops and a Python driver).  Everything the compiler knows about an op comes
@@ -23,16 +24,23 @@ from hybridtf.compiler.compiled import (CompilationError, CompilationWarning, Co
                                         Lowered, describe, failures_named)
 from hybridtf.framework import devices
 
-# backend name (a ``framework.devices.Backend``'s) -> its compiler: ``build(lowered, warm_up)``
+# backend name (a ``framework.devices.Backend``'s) -> its compiler: ``prepare(lowered)``
 BACKENDS = {"cpu": cpu}
 
 __all__ = ["BACKENDS", "CompilationError", "CompilationWarning", "CompiledGraph", "Lowered",
-           "backend_for_device", "compile_graph", "describe", "fold", "lower"]
+           "backend_for_device", "compile_graph", "describe", "fold", "lower", "prepare"]
 
 
 def compile_graph(graph, backend="cpu", warm_up=True):
     """Compiles ``graph`` for ``backend`` (a key of ``BACKENDS``); its kernels compile now when
     ``warm_up`` (on dummy arrays)."""
+    return prepare(graph, backend).finish(warm_up)
+
+
+def prepare(graph, backend="cpu"):
+    """Steps 1 and 2 and the backend's rendering, without loading or compiling anything: the
+    result's ``stored`` says whether its kernels were compiled before (so that finishing is
+    quick), and ``finish(warm_up)`` returns the ``CompiledGraph``."""
     compiler = BACKENDS.get(backend)
     if compiler is None:
         raise ValueError(f"compile_graph: no compiler for backend {backend!r}; the backends "
@@ -40,7 +48,7 @@ def compile_graph(graph, backend="cpu", warm_up=True):
     with failures_named(()):
         folded, folded_nodes = fold(graph)
         lowered = lower(graph, folded, folded_nodes)
-    return compiler.build(lowered, warm_up)
+    return compiler.prepare(lowered)
 
 
 def backend_for_device(device_name):

@@ -1,7 +1,7 @@
 """The compiler's CPU backend: fused Numba loops, native control flow and a Python driver.
 
-``build(lowered)`` takes a graph lowered for every backend alike (``compiled.Lowered``) through
-the CPU's steps:
+``prepare(lowered)`` takes a graph lowered for every backend alike (``compiled.Lowered``) through
+the CPU's steps 1 and 2, and the ``Rendered`` result's ``finish`` through steps 3 to 5:
 
 1. ``parts.Choices`` -- which groups split over the kernel threads, which variable updates
    they write in place, which matrix products they compute in parts;
@@ -17,12 +17,14 @@ the CPU's steps:
 import numba
 import numpy as np
 
-from ops.codegen import lease_source
+from ops.codegen import is_stored, lease_source
 
 from hybridtf.compiler.compiled import CompiledGraph, failures_named, op_names
 from hybridtf.compiler.cpu import loops, parts
 from hybridtf.compiler.cpu.driver import DriverBuilder
 from hybridtf.compiler.cpu.render import RENDERER
+
+GENERATED_PREFIX = "graph"   # generated modules are named graph_<hash>
 
 
 class RenderedKernels:
@@ -49,21 +51,36 @@ class RenderedKernels:
         return RENDERER.module_source(self.all) if self.all else ""
 
 
-def build(lowered, warm_up=True):
-    """The ``CompiledGraph`` of ``lowered`` on the CPU; its kernels compiled now when
-    ``warm_up`` (on dummy arrays)."""
-    with failures_named(()):
-        choices = parts.Choices(lowered.plan, lowered.graph)
-    kernels = render_kernels(lowered, choices)
-    source = kernels.source()
-    with failures_named(kernels.op_names()):
-        lease = load(source)
-    module = None if lease is None else lease.module
-    with failures_named(()):
-        driver_source, run = DriverBuilder(lowered, choices, kernels, module).build()
-    if warm_up and kernels.all:
-        _warm_up(kernels, module)
-    return CompiledGraph(lowered.graph, run, source, driver_source, lease)
+class Rendered:
+    """A graph rendered for the CPU, its module not loaded yet: ``stored`` tells whether that
+    module was compiled before (its source is in the kernel cache, so ``finish`` is quick)."""
+
+    def __init__(self, lowered):
+        self.lowered = lowered
+        with failures_named(()):
+            self.choices = parts.Choices(lowered.plan, lowered.graph)
+        self.kernels = render_kernels(lowered, self.choices)
+        self.source = self.kernels.source()
+        self.stored = not self.source or is_stored(GENERATED_PREFIX, self.source)
+
+    def finish(self, warm_up=True):
+        """The ``CompiledGraph``: the module loaded, the driver built, the kernels compiled now
+        when ``warm_up`` (on dummy arrays)."""
+        kernels = self.kernels
+        with failures_named(kernels.op_names()):
+            lease = load(self.source)
+        module = None if lease is None else lease.module
+        with failures_named(()):
+            driver_source, run = DriverBuilder(self.lowered, self.choices, kernels,
+                                               module).build()
+        if warm_up and kernels.all:
+            _warm_up(kernels, module)
+        return CompiledGraph(self.lowered.graph, run, self.source, driver_source, lease)
+
+
+def prepare(lowered):
+    """Steps 1 and 2 for the CPU: ``lowered``'s choices made and kernels rendered."""
+    return Rendered(lowered)
 
 
 def render_kernels(lowered, choices):
@@ -89,7 +106,7 @@ def render_kernels(lowered, choices):
 
 def load(source):
     """The ``ops.codegen.ModuleLease`` of the module ``source``, or None without one."""
-    return lease_source("graph", source) if source else None
+    return lease_source(GENERATED_PREFIX, source) if source else None
 
 
 def _warm_up(kernels, module):
