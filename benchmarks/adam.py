@@ -15,6 +15,8 @@ import math
 
 import numpy as np
 
+from benchmarks.frameworks import decorate
+
 LEARNING_RATE = 1e-3
 BETA1 = 0.9
 BETA2 = 0.999
@@ -81,6 +83,36 @@ def jax_adam_apply(jnp, params, grads, m, v, powers):
     v = tuple(BETA2 * vi + (1.0 - BETA2) * g * g for vi, g in zip(v, grads))
     params = tuple(p - lr_t * mi / (jnp.sqrt(vi) + EPSILON) for p, mi, vi in zip(params, m, v))
     return params, m, v, (b1p, b2p)
+
+
+def jax_train_step(jax, loss_fn, initial_params, batch):
+    """A jitted JAX train step of ``loss_fn(params, x, y)`` with this Adam, from NumPy
+    ``initial_params`` on the NumPy ``batch``: (step() -> the loss, read_params() -> params)."""
+    jnp = jax.numpy
+
+    def train_step(params, m, v, powers, x, y):
+        loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
+        return (*jax_adam_apply(jnp, params, grads, m, v, powers), loss)
+
+    jitted = jax.jit(train_step, donate_argnums=(0, 1, 2))
+    state = [tuple(jnp.asarray(p) for p in initial_params), *jax_adam_init(jnp, initial_params)]
+    x, y = (jnp.asarray(a) for a in batch)
+
+    def step():
+        *state[:], loss = jitted(*state, x, y)
+        return loss.block_until_ready()
+    return step, lambda: state[0]
+
+
+def tf_train_step(tf, make_train_step, initial_params, batch, decorated):
+    """A TensorFlow or hybridtf train step ``make_train_step(tf, params, optimizer)(x, y)``
+    with this Adam, eager or decorated, from NumPy ``initial_params`` on the NumPy ``batch``:
+    (step() -> the loss, the variables)."""
+    params = [tf.Variable(p) for p in initial_params]
+    optimizer = TFStyleAdam(tf, initial_params)
+    train_step = decorate(tf, make_train_step(tf, params, optimizer), decorated)
+    x, y = (tf.constant(a) for a in batch)
+    return lambda: train_step(x, y), params
 
 
 class TorchAdam:

@@ -13,7 +13,7 @@ import numpy as np
 
 from benchmarks import adam, data, numpy_nn
 from benchmarks.agreement import Tolerance
-from benchmarks.frameworks import decorate, require, to_numpy
+from benchmarks.frameworks import require, to_numpy
 from benchmarks.harness import Prepared
 from benchmarks.workloads.base import Impl, Workload
 
@@ -158,12 +158,8 @@ def make_train_step(tf, params, optimizer):
 def build_tf(tf, profile, decorated):
     """TensorFlow and hybridtf: the same code under either module."""
     require(tf, *TF_REQUIRED)
-    init = initial_params()
-    params = [tf.Variable(p) for p in init]
-    optimizer = adam.TFStyleAdam(tf, init)
-    train_step = decorate(tf, make_train_step(tf, params, optimizer), decorated)
-    x, y = (tf.constant(a) for a in batch())
-    return _prepared(lambda: train_step(x, y), lambda: params, profile)
+    step, params = adam.tf_train_step(tf, make_train_step, initial_params(), batch(), decorated)
+    return _prepared(step, lambda: params, profile)
 
 
 def build_jax(jax, profile):
@@ -191,19 +187,8 @@ def build_jax(jax, profile):
         log_probs = jax.nn.log_softmax(logits)
         return -jnp.mean(jnp.take_along_axis(log_probs, y[:, None], axis=1))
 
-    def train_step(params, m, v, powers, x, y):
-        loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
-        return (*adam.jax_adam_apply(jnp, params, grads, m, v, powers), loss)
-
-    jitted = jax.jit(train_step, donate_argnums=(0, 1, 2))
-    init = initial_params()
-    state = [tuple(jnp.asarray(p) for p in init), *adam.jax_adam_init(jnp, init)]
-    x, y = (jnp.asarray(a) for a in batch())
-
-    def step():
-        *state[:], loss = jitted(*state, x, y)
-        return loss.block_until_ready()
-    return _prepared(step, lambda: state[0], profile)
+    step, read_params = adam.jax_train_step(jax, loss_fn, initial_params(), batch())
+    return _prepared(step, read_params, profile)
 
 
 def build_torch(torch, profile):
