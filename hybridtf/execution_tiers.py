@@ -9,6 +9,8 @@ same values: the interpreter runs every node through its kernel, the compiled pl
 kernels or fused loops of the same scalar functions (``compiler`` documents the semantics both
 keep).
 
+A process waits at exit for the compiles still running, so that their kernels reach the cache.
+
 With synchronous compilation (``tf.config.experimental.set_synchronous_compilation(True)``, or
 ``HYBRIDTF_SYNCHRONOUS_COMPILATION=1`` in the environment), the first call compiles before it
 runs, as benchmarks and tests that time or inspect the compiled plan want.
@@ -18,15 +20,27 @@ A graph the compiler fails on stays on the interpreter and warns once with
 failed background compile otherwise (always from the caller's thread, so that warning filters
 apply).
 """
+import atexit
 import os
 import threading
 import warnings
+import weakref
 
 from hybridtf import compiler
 from hybridtf.framework.variables import UpdateLock
 from hybridtf.graph import interpreter
 
 _SYNCHRONOUS = [os.environ.get("HYBRIDTF_SYNCHRONOUS_COMPILATION", "") not in ("", "0")]
+_COMPILING = weakref.WeakSet()   # background compiles started and maybe not finished
+
+
+@atexit.register
+def _finish_compiling():
+    # A compile cut short at exit is lost, and the next process would compile again: let the
+    # ones in flight finish, so that their kernels are in the cache.
+    for thread in list(_COMPILING):
+        if thread.ident is not None:
+            thread.join()
 
 
 def set_synchronous_compilation(enabled):
@@ -78,6 +92,7 @@ class ExecutionTiers:
                         self._compiling = threading.Thread(
                             target=self._finish_in_background, args=(rendered,), daemon=True,
                             name=f"hybridtf-compile-{self._name}")
+                        _COMPILING.add(self._compiling)
                         return self._first_call
                 if self._outcome is not None:
                     self._install(*self._outcome)

@@ -91,10 +91,16 @@ def writable_by_others(path):
     return None
 
 
+COMPILED_MARK = ".compiled"   # see ops.codegen.mark_compiled
+
+
 def _entry_key(path):
     """Files of one cache entry share a key: a kernel's index (``<base>.nbi``) and its data
-    files (``<base>.<n>.nbc``); a generated module and its bytecode (``__pycache__/*.pyc``).
-    Every other file is an entry of its own."""
+    files (``<base>.<n>.nbc``); a generated module, its bytecode (``__pycache__/*.pyc``) and
+    its mark of compiled kernels (``<module>.py.compiled``).  Every other file is an entry of
+    its own."""
+    if path.endswith(COMPILED_MARK):
+        return path[:-len(COMPILED_MARK)]
     if path.endswith(".nbi"):
         return path[:-4]
     if path.endswith(".nbc"):

@@ -55,17 +55,23 @@ def _module_name(prefix, source):
     return f"{prefix}_{digest}"
 
 
-def is_stored(prefix, source):
-    """Whether ``load_source(prefix, source)`` would find its module loaded or in the cache
-    directory already (written by an earlier load, so its kernels were compiled before)."""
-    name = _module_name(prefix, source)
-    if name in _MODULES:
-        return True
-    try:
-        with open(os.path.join(cache_dir(), "generated", name + ".py")) as f:
-            return f.read() == source
-    except OSError:
-        return False
+def _module_path(name):
+    return os.path.join(cache_dir(), "generated", name + ".py")
+
+
+def mark_compiled(prefix, source):
+    """Records that the kernels of module ``source`` were compiled into the cache (after its
+    first complete warm-up), so that a later process finds them with ``was_compiled``."""
+    path = _module_path(_module_name(prefix, source)) + cache_directory.COMPILED_MARK
+    if not os.path.exists(path):
+        cache_directory.write_file(path, b"")
+
+
+def was_compiled(prefix, source):
+    """Whether the kernels of module ``source`` were compiled into the cache before (by this
+    process or an earlier one: ``mark_compiled``), so that loading them is quick."""
+    path = _module_path(_module_name(prefix, source))
+    return os.path.exists(path) and os.path.exists(path + cache_directory.COMPILED_MARK)
 
 
 def load_source(prefix, source):
@@ -83,7 +89,7 @@ def load_source(prefix, source):
         module = _MODULES.get(name)
         if module is not None:
             return module
-        path = os.path.join(cache_dir(), "generated", name + ".py")
+        path = _module_path(name)
         try:
             with open(path) as f:
                 current = f.read()

@@ -1,5 +1,6 @@
 """Tiered execution: a new trace runs on the interpreter while its kernels compile in the
 background, and both tiers give the same results."""
+import os
 import threading
 import warnings
 
@@ -149,7 +150,7 @@ def test_a_failed_background_compile_warns_on_a_later_call_and_stays_interpreted
     def broken(kernels, module):
         raise RuntimeError("no loop for you")
     monkeypatch.setattr(cpu, "_warm_up", broken)
-    monkeypatch.setattr(cpu, "is_stored", lambda prefix, source: False)  # as if never compiled
+    monkeypatch.setattr(cpu, "was_compiled", lambda prefix, source: False)  # as if never compiled
     f = tf.function(lambda x: tf.exp(x) - 1.0)
     x = tf.constant([0.0, 1.0])
     with warnings.catch_warnings():
@@ -199,3 +200,20 @@ def test_calls_from_several_threads_while_compiling(tiered, slow_compiler):
     for t in threads:
         t.join()
     assert not errors and float(v.numpy()) == 200.0
+
+
+def test_a_module_counts_as_compiled_only_after_its_warm_up_completed():
+    # A process that exits while compiling in the background leaves the module's source but not
+    # its compiled kernels: the next process must not take it for compiled.
+    graph = tf.function(lambda x: tf.sin(x) * 1.75 - x * 0.375).get_concrete_function(
+        tf.TensorSpec([5], tf.float64)).graph
+    prepared = compiler.prepare(graph)
+    from ops import codegen
+    codegen_path = codegen._module_path(codegen._module_name("graph", prepared.source))
+    for path in (codegen_path, codegen_path + ".compiled"):
+        if os.path.exists(path):
+            os.unlink(path)
+    prepared.finish(warm_up=False)          # loaded, not compiled
+    assert os.path.exists(codegen_path) and not compiler.prepare(graph).stored
+    compiler.prepare(graph).finish()         # compiled
+    assert compiler.prepare(graph).stored

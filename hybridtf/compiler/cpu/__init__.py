@@ -17,7 +17,7 @@ the CPU's steps 1 and 2, and the ``Rendered`` result's ``finish`` through steps 
 import numba
 import numpy as np
 
-from ops.codegen import is_stored, lease_source
+from ops.codegen import lease_source, mark_compiled, was_compiled
 
 from hybridtf.compiler.compiled import CompiledGraph, failures_named, op_names
 from hybridtf.compiler.cpu import loops, parts
@@ -53,7 +53,7 @@ class RenderedKernels:
 
 class Rendered:
     """A graph rendered for the CPU, its module not loaded yet: ``stored`` tells whether that
-    module was compiled before (its source is in the kernel cache, so ``finish`` is quick)."""
+    module's kernels were compiled into the kernel cache before (so ``finish`` is quick)."""
 
     def __init__(self, lowered):
         self.lowered = lowered
@@ -61,7 +61,7 @@ class Rendered:
             self.choices = parts.Choices(lowered.plan, lowered.graph)
         self.kernels = render_kernels(lowered, self.choices)
         self.source = self.kernels.source()
-        self.stored = not self.source or is_stored(GENERATED_PREFIX, self.source)
+        self.stored = not self.source or was_compiled(GENERATED_PREFIX, self.source)
 
     def finish(self, warm_up=True):
         """The ``CompiledGraph``: the module loaded, the driver built, the kernels compiled now
@@ -75,6 +75,7 @@ class Rendered:
                                                module).build()
         if warm_up and kernels.all:
             _warm_up(kernels, module)
+            mark_compiled(GENERATED_PREFIX, self.source)
         return CompiledGraph(self.lowered.graph, run, self.source, driver_source, lease)
 
 
