@@ -173,6 +173,12 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
         raise ValueError("matmul: incompatible operands %s%s x %s%s" % (
             a.shape, a.dtype, b.shape, b.dtype))
     a_batch, b_batch = a.shape[:-2], b.shape[:-2]
+    if a_batch and not transpose_a and _prod(b_batch) == 1 and len(b_batch) <= len(a_batch):
+        # one matrix b for every matrix of a (a sequence through a Dense kernel): a's rows
+        # are one matrix, and one product is faster than a product per batch element
+        out = matmul(a.reshape(_prod(a.shape[:-1]), K), b.reshape(b.shape[-2:]), False,
+                     transpose_b)
+        return out.reshape(np.broadcast_shapes(a_batch, b_batch) + (M, N))
     if not a_batch and not b_batch:
         batch, ia, ib = (), _ZERO_INDEX, _ZERO_INDEX
     else:
@@ -195,10 +201,12 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
 
 
 # How a product uses the cores (measured): below _THREADED_FROM multiply-adds BLAS on one thread
-# (waking BLAS's threads costs more than they save, and under load they stall); up to
-# _SPLIT_FROM BLAS whole on the free cores (``threads.threaded_blas``: better than a split of
-# ours at these sizes); from there split over the kernel threads in parts of at least
-# _PART_MULTIPLY_ADDS, with BLAS on one thread inside each part.
+# (waking BLAS's threads costs more than they save, and under load they stall).  Many products
+# (attention's batched ones: 128 of 64x32 by 32x64) are split by batch over the kernel threads
+# in parts of at least _PART_MULTIPLY_ADDS, with BLAS on one thread inside each part (BLAS's
+# threads on products that small only wait for each other).  One product: up to _SPLIT_FROM
+# BLAS whole on the free cores (``threads.threaded_blas``: better than a split of ours at these
+# sizes); from there split over the kernel threads by rows or columns.
 _THREADED_FROM = 1 << 23
 _SPLIT_FROM = 1 << 25
 _PART_MULTIPLY_ADDS = 1 << 22
@@ -209,21 +217,22 @@ def _matmul_split(a3, b3, ia, ib, transpose_a, transpose_b, out3, K):
     there are enough products, otherwise by the longer of the rows and the columns."""
     B, M, N = out3.shape
     per_product = M * N * max(K, 1)
-    if B * per_product < _SPLIT_FROM:
-        if B * per_product < _THREADED_FROM:
-            threads.blas_libraries()   # BLAS on one thread from the first product on
-            matmul_blas_kernel(a3, b3, ia, ib, transpose_a, transpose_b, out3, 0, B, 0, M, 0, N)
-            return
+    total = B * per_product
+    if B > 1 and total >= 2 * _PART_MULTIPLY_ADDS:
+        def batch_part(lo, hi):
+            matmul_blas_kernel(a3, b3, ia, ib, transpose_a, transpose_b, out3, lo, hi, 0, M,
+                               0, N)
+        threads.split(batch_part, B, -(-_PART_MULTIPLY_ADDS // per_product))
+        return
+    if total < _THREADED_FROM:
+        threads.blas_libraries()   # BLAS on one thread from the first product on
+        matmul_blas_kernel(a3, b3, ia, ib, transpose_a, transpose_b, out3, 0, B, 0, M, 0, N)
+        return
+    if total < _SPLIT_FROM:
         with threads.threaded_blas():
             matmul_blas_kernel(a3, b3, ia, ib, transpose_a, transpose_b, out3, 0, B, 0, M, 0, N)
         return
     with threads.single_threaded_blas():
-        if B > 1 and B * per_product >= 2 * _PART_MULTIPLY_ADDS:
-            def part(lo, hi):
-                matmul_blas_kernel(a3, b3, ia, ib, transpose_a, transpose_b, out3, lo, hi, 0,
-                                   M, 0, N)
-            threads.split(part, B, -(-_PART_MULTIPLY_ADDS // per_product))
-            return
         per_line = (N if M >= N else M) * max(K, 1)   # one row (or column) of the product
 
         def part(lo, hi):

@@ -17,55 +17,26 @@ the gate activations), indexed by step; the backward kernels return the gradient
 projection, the initial states and the recurrent weights.
 """
 import numpy as np
-from llvmlite import ir
 from numba import types
-from numba.extending import intrinsic, overload
+from numba.extending import overload
 
+from ops import threads
+from ops.fast_exp import exp_parts_f32
 from ops.kernel_cache import njit
-from ops.linalg import gemm
+from ops.linalg import gemm, matmul
 
 _jit = njit(error_model="numpy", nogil=True)
 
 # float32 gates are computed in float32 arithmetic (a loop over a row then vectorizes 8 or 16
-# wide) with an exp of our own: 2^n * exp(r), |r| <= ln(2) / 2, exp(r) by its Taylor series to
-# degree 7.  sigmoid and tanh so computed are within 2 units in the last place (float32) of the
-# exact values for |v| < 85; below -85 sigmoid is the smallest normal float instead of a
-# subnormal.  float64 gates use the library's exp and tanh.
-_F32 = np.float32
-_ZERO, _HALF, _ONE, _TWO = _F32(0.0), _F32(0.5), _F32(1.0), _F32(2.0)
-_EXP_FLOOR = _F32(-87.0)              # 2^n stays a normal float32
-_LOG2E = _F32(1.4426950408889634)
-_LN2_HI = _F32(0.693359375)           # ln 2 in two parts: n * _LN2_HI is exact
-_LN2_LO = _F32(-2.12194440e-4)
-_C3, _C4, _C5, _C6, _C7 = (_F32(1.0 / 6), _F32(1.0 / 24), _F32(1.0 / 120), _F32(1.0 / 720),
-                           _F32(1.0 / 5040))
-
-
-@intrinsic
-def _pow2_f32(typingctx, n):
-    """2.0 ** n as a float32, for an int32 n in [-126, 127], built from its exponent bits (no
-    library call, so loops over it vectorize)."""
-    def codegen(context, builder, signature, args):
-        i32 = ir.IntType(32)
-        bits = builder.shl(builder.add(args[0], ir.Constant(i32, 127)), ir.Constant(i32, 23))
-        return builder.bitcast(bits, ir.FloatType())
-    return types.float32(types.int32), codegen
-
-
-@_jit
-def _exp_parts_f32(y):
-    """(2^n, q) with exp(y) = 2^n * (1 + q), for a float32 y <= 0 (clamped at -87): q is
-    exp(r) - 1 without the cancellation, so that expm1 stays accurate near 0."""
-    y = max(y, _EXP_FLOOR)
-    n = np.floor(y * _LOG2E + _HALF)
-    r = (y - n * _LN2_HI) - n * _LN2_LO
-    q = r * (_ONE + r * (_HALF + r * (_C3 + r * (_C4 + r * (_C5 + r * (_C6 + r * _C7))))))
-    return _pow2_f32(np.int32(n)), q
+# wide) with the exp of ``ops.fast_exp``: sigmoid and tanh so computed are within 2 units in the
+# last place (float32) of the exact values for |v| < 85; below -85 sigmoid is the smallest
+# normal float instead of a subnormal.  float64 gates use the library's exp and tanh.
+_ZERO, _ONE, _TWO = np.float32(0.0), np.float32(1.0), np.float32(2.0)
 
 
 @_jit
 def _sigmoid_f32(v):
-    scale, q = _exp_parts_f32(-abs(v))
+    scale, q = exp_parts_f32(-abs(v))
     e = scale * (_ONE + q)             # exp(-|v|)
     d = _ONE / (_ONE + e)
     return d if v >= _ZERO else e * d
@@ -73,7 +44,7 @@ def _sigmoid_f32(v):
 
 @_jit
 def _tanh_f32(v):
-    scale, q = _exp_parts_f32(-_TWO * abs(v))
+    scale, q = exp_parts_f32(-_TWO * abs(v))
     em1 = scale * q + (scale - _ONE)   # expm1(-2|v|)
     t = -em1 / (_TWO + em1)
     return t if v >= _ZERO else -t
@@ -180,6 +151,24 @@ def _recurrent_kernel_grad(h0, hs, d_pre, backwards):
     return _summed_product(_previous_states(h0, hs, backwards), d_pre)
 
 
+def _recurrent_kernel_grad_split(h0, hs, d_pre, backwards):
+    """``_recurrent_kernel_grad`` with the product on the kernel threads when it is large."""
+    prev = _previous_states(h0, hs, backwards)
+    batch, steps, units = prev.shape
+    return matmul(prev.reshape(batch * steps, units),
+                  d_pre.reshape(batch * steps, d_pre.shape[2]), transpose_a=True)
+
+
+# A part of a recurrence split by batch rows runs at least this many multiply-adds of its
+# recurrent products: below, waking a thread and the thinner products cost more than they save.
+_PART_MULTIPLY_ADDS = 1 << 22
+
+
+def _split_rows(run_rows, batch, multiply_adds_per_row):
+    """run_rows(lo, hi) over parts of the batch rows on the kernel threads."""
+    threads.split(run_rows, batch, -(-_PART_MULTIPLY_ADDS // max(multiply_adds_per_row, 1)))
+
+
 # ---- SimpleRNN (tanh) --------------------------------------------------------------------------
 @_jit
 def simple_rnn_forward(xp, h0, rk, mask, backwards, zero_output):
@@ -249,29 +238,24 @@ def _lstm_cell(gb, cb, hb, units):
 
 
 @_jit
-def lstm_forward(xp, h0, c0, rk, mask, backwards, zero_output):
-    """Keras's LSTM cell over the sequence: gates (i, f, c, o) = xp_t + h @ rk; c = f * c +
-    i * tanh(.); h = o * tanh(c).  Returns (outputs, last h, last c, h by step, c by step,
-    gate activations by step).  rk and h0 C-contiguous."""
+def _lstm_forward_rows(xp, h0, c0, rk, mask, backwards, zero_output, out, h, c, hs, cs, gates,
+                       lo, hi):
+    """``lstm_forward`` for batch rows lo..hi, into the arrays it returns (allocated by it)."""
     batch, steps, four = xp.shape
     units = four // 4
-    out = np.empty((batch, steps, units), xp.dtype)
-    hs = np.empty((batch, steps, units), xp.dtype)
-    cs = np.empty((batch, steps, units), xp.dtype)
-    gates = np.empty((batch, steps, four), xp.dtype)
-    h = h0.copy()
-    c = c0.copy()
+    h[lo:hi] = h0[lo:hi]
+    c[lo:hi] = c0[lo:hi]
     h_flat = h.reshape(h.size)
     rk_flat = rk.reshape(rk.size)
     gates_flat = gates.reshape(gates.size)
     for s in range(steps):
         t = _time_index(s, steps, backwards)
-        for b in range(batch):
+        for b in range(lo, hi):
             gates[b, s] = xp[b, t]
-        # gates[:, s] += h @ rk: rows of gates[:, s] lie steps * four apart
-        gemm(False, False, batch, four, units, 1.0, h_flat, units, rk_flat, four, 1.0,
-             gates_flat[s * four:], steps * four)
-        for b in range(batch):
+        # gates[lo:hi, s] += h[lo:hi] @ rk: rows of gates[:, s] lie steps * four apart
+        gemm(False, False, hi - lo, four, units, 1.0, h_flat[lo * units:], units, rk_flat, four,
+             1.0, gates_flat[(lo * steps + s) * four:], steps * four)
+        for b in range(lo, hi):
             keep = mask[b, t]
             if keep:
                 _lstm_cell(gates[b, s], c[b], h[b], units)
@@ -280,38 +264,58 @@ def lstm_forward(xp, h0, c0, rk, mask, backwards, zero_output):
             _write_output(out, s, b, h[b], out[b, s - 1], keep, zero_output)
             hs[b, s] = h[b]
             cs[b, s] = c[b]
+
+
+def lstm_forward(xp, h0, c0, rk, mask, backwards, zero_output):
+    """Keras's LSTM cell over the sequence: gates (i, f, c, o) = xp_t + h @ rk; c = f * c +
+    i * tanh(.); h = o * tanh(c).  Returns (outputs, last h, last c, h by step, c by step,
+    gate activations by step).  All arrays C-contiguous.  The batch rows are independent
+    recurrences: they are split over the kernel threads, each part one native loop over time."""
+    batch, steps, four = xp.shape
+    units = four // 4
+    out = np.empty((batch, steps, units), xp.dtype)
+    hs = np.empty((batch, steps, units), xp.dtype)
+    cs = np.empty((batch, steps, units), xp.dtype)
+    gates = np.empty((batch, steps, four), xp.dtype)
+    h = np.empty((batch, units), xp.dtype)
+    c = np.empty((batch, units), xp.dtype)
+    _split_rows(lambda lo, hi: _lstm_forward_rows(
+        xp, h0, c0, rk, mask, backwards, zero_output, out, h, c, hs, cs, gates, lo, hi),
+        batch, steps * units * four)
     return out, h, c, hs, cs, gates
 
 
 @_jit
-def lstm_backward(h0, c0, rk, mask, hs, cs, gates, d_out, d_h, d_c, backwards, zero_output):
-    """Backprop through time of ``lstm_forward``: (d_xp, d_h0, d_c0, d_rk).  rk C-contiguous."""
-    batch, steps, units = hs.shape
+def _lstm_backward_rows(c0, rk, mask, cs, gates, d_out, backwards, zero_output, d_xp, dh, dc,
+                        lo, hi):
+    """The recurrence of ``lstm_backward`` for batch rows lo..hi: fills d_xp's rows and turns
+    dh, dc (the last states' gradients there) into the initial states' gradients."""
+    batch, steps, units = cs.shape
     four = 4 * units
-    d_xp = np.empty((batch, steps, four), hs.dtype)
-    dh = d_h.copy()
-    dc = d_c.copy()
-    carry = np.zeros_like(dh)
-    dz = np.empty((batch, four), hs.dtype)   # one step's pre-activation gradient
-    back = np.empty_like(dh)                 # dz @ rk^T
-    tcs = np.empty(units, hs.dtype)          # tanh(c) of one row
-    keep = np.empty(batch, np.bool_)
+    rows = hi - lo
+    carry = np.zeros((rows, units), cs.dtype)
+    dz = np.empty((rows, four), cs.dtype)    # one step's pre-activation gradient
+    back = np.empty((rows, units), cs.dtype)   # dz @ rk^T
+    tcs = np.empty(units, cs.dtype)            # tanh(c) of one row
+    keep = np.empty(rows, np.bool_)
     rk_flat = rk.reshape(rk.size)
     dz_flat = dz.reshape(dz.size)
     back_flat = back.reshape(back.size)
+    dh_part = dh[lo:hi]
     for s in range(steps - 1, -1, -1):
         t = _time_index(s, steps, backwards)
-        for b in range(batch):
-            keep[b] = mask[b, t]
-        _output_grad(d_out, s, carry, keep, zero_output, dh)
-        c_prev = c0 if s == 0 else cs[:, s - 1]
-        for b in range(batch):
-            dzb = dz[b]
-            if not keep[b]:
+        for r in range(rows):
+            keep[r] = mask[lo + r, t]
+        _output_grad(d_out[lo:hi], s, carry, keep, zero_output, dh_part)
+        for r in range(rows):
+            b = lo + r
+            dzb = dz[r]
+            if not keep[r]:
                 dzb[:] = 0.0
                 d_xp[b, t] = 0.0
                 continue
-            gb, csb, cpb, dhb, dcb = gates[b, s], cs[b, s], c_prev[b], dh[b], dc[b]
+            gb, csb, dhb, dcb = gates[b, s], cs[b, s], dh[b], dc[b]
+            cpb = c0[b] if s == 0 else cs[b, s - 1]
             for j in range(units):
                 tcs[j] = _tanh(csb[j])
             for j in range(units):
@@ -327,12 +331,26 @@ def lstm_backward(h0, c0, rk, mask, hs, cs, gates, d_out, d_h, d_c, backwards, z
                 dzb[3 * units + j] = dhb[j] * tc * o * (_ONE - o)
                 dcb[j] = dct * f
             d_xp[b, t] = dzb
-        gemm(False, True, batch, units, four, 1.0, dz_flat, four, rk_flat, four, 0.0,
+        gemm(False, True, rows, units, four, 1.0, dz_flat, four, rk_flat, four, 0.0,
              back_flat, units)
-        for b in range(batch):
-            if keep[b]:
-                dh[b] = back[b]
-    return d_xp, dh, dc, _recurrent_kernel_grad(h0, hs, d_xp, backwards)
+        for r in range(rows):
+            if keep[r]:
+                dh[lo + r] = back[r]
+
+
+def lstm_backward(h0, c0, rk, mask, hs, cs, gates, d_out, d_h, d_c, backwards, zero_output):
+    """Backprop through time of ``lstm_forward``: (d_xp, d_h0, d_c0, d_rk).  All arrays
+    C-contiguous.  The recurrence is split by batch rows like the forward; the recurrent
+    kernel's gradient is then one product over all rows and steps."""
+    batch, steps, units = hs.shape
+    four = 4 * units
+    d_xp = np.empty((batch, steps, four), hs.dtype)
+    dh = d_h.copy()
+    dc = d_c.copy()
+    _split_rows(lambda lo, hi: _lstm_backward_rows(
+        c0, rk, mask, cs, gates, d_out, backwards, zero_output, d_xp, dh, dc, lo, hi),
+        batch, steps * units * four)
+    return d_xp, dh, dc, _recurrent_kernel_grad_split(h0, hs, d_xp, backwards)
 
 
 # ---- GRU ---------------------------------------------------------------------------------------

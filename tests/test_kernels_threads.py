@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hybridtf as tf
-from ops import linalg, nn, threads
-from ops.nn import parts
+from ops import linalg, nn, recurrent, threads
+from ops.nn import logits, parts
 
 
 @pytest.fixture
@@ -41,7 +41,10 @@ def thread_count(all_cores_free):
 def split_everything(monkeypatch, thread_count):
     monkeypatch.setattr(parts, "_PART_WORK", 1)
     monkeypatch.setattr(linalg, "_PART_MULTIPLY_ADDS", 1)
+    monkeypatch.setattr(linalg, "_THREADED_FROM", 0)
     monkeypatch.setattr(linalg, "_SPLIT_FROM", 0)
+    monkeypatch.setattr(recurrent, "_PART_MULTIPLY_ADDS", 1)
+    monkeypatch.setattr(logits, "_PART_ELEMENTS", 1)
 
 
 def _both(fn):
@@ -362,6 +365,75 @@ def test_split_pooling_equals_unsplit(ksize, strides, padding, split_everything)
         np.testing.assert_array_equal(split, one)
 
 
+@pytest.mark.parametrize("backwards, zero_output, masked",
+                         [(False, False, False), (True, False, True), (False, True, True)])
+def test_split_lstm_equals_unsplit(backwards, zero_output, masked, split_everything):
+    """The batch rows of a recurrence split over threads, forward and backprop through time."""
+    rng = np.random.default_rng(3)
+    batch, steps, units = 7, 5, 4
+    xp = _random(rng, (batch, steps, 4 * units))
+    h0, c0 = _random(rng, (batch, units)), _random(rng, (batch, units))
+    rk = _random(rng, (units, 4 * units)) * 0.5
+    mask = rng.random((batch, steps)) > 0.3 if masked else np.ones((batch, steps), bool)
+    d_out = _random(rng, (batch, steps, units))
+    d_h, d_c = _random(rng, (batch, units)), _random(rng, (batch, units))
+
+    def run():
+        out, h, c, hs, cs, gates = recurrent.lstm_forward(xp, h0, c0, rk, mask, backwards,
+                                                          zero_output)
+        grads = recurrent.lstm_backward(h0, c0, rk, mask, hs, cs, gates, d_out, d_h, d_c,
+                                        backwards, zero_output)
+        return (out, h, c, hs, cs, gates) + grads
+
+    one, split = _both(run)
+    for name, a, b in zip(("out", "h", "c", "hs", "cs", "gates", "d_xp", "d_h0", "d_c0"),
+                          split, one):
+        np.testing.assert_array_equal(a, b, err_msg=name)
+    # the recurrent kernel's gradient: one product, its sums split by rows of the output
+    np.testing.assert_allclose(split[-1], one[-1], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_split_softmax_equals_unsplit_and_numpy(dtype, split_everything):
+    rng = np.random.default_rng(4)
+    x = (rng.normal(size=(2, 9, 11)) * 5).astype(dtype)
+    x[0, 1, 3] = -np.inf   # a masked logit
+    x[1, 2, 5] = np.nan    # a NaN row stays NaN
+    for log in (False, True):
+        function = nn.log_softmax if log else nn.softmax
+        one, split = _both(lambda: function(x))
+        np.testing.assert_array_equal(split, one)
+        shifted = x.astype(np.float64) - x.astype(np.float64).max(-1, keepdims=True)
+        with np.errstate(invalid="ignore"):
+            expected = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+        expected = expected if log else np.exp(expected)
+        np.testing.assert_allclose(split, expected, rtol=1e-5 if dtype == np.float32 else 1e-12,
+                                   atol=1e-6 if dtype == np.float32 else 1e-12)
+        assert np.isnan(split[1, 2]).all() and not np.isnan(split[0]).any()
+        assert split[0, 1, 3] == (-np.inf if log else 0.0)
+
+
+def test_many_small_products_split_by_batch(monkeypatch, thread_count):
+    """A batch of products too small for BLAS's threads (attention's) is split by batch over
+    the kernel threads, each product whole on one BLAS thread."""
+    seen = []
+    kernel = linalg.matmul_blas_kernel
+
+    def spy(a, b, ia, ib, transpose_a, transpose_b, out, i_lo, i_hi, *rows_and_columns):
+        seen.append((i_lo, i_hi) + rows_and_columns)
+        return kernel(a, b, ia, ib, transpose_a, transpose_b, out, i_lo, i_hi,
+                      *rows_and_columns)
+
+    monkeypatch.setattr(linalg, "matmul_blas_kernel", spy)
+    monkeypatch.setattr(linalg, "_PART_MULTIPLY_ADDS", 3 * 4 * 5 * 2)
+    threads.set_num_threads(2)
+    rng = np.random.default_rng(5)
+    a, b = _random(rng, (6, 3, 5)), _random(rng, (6, 4, 5))
+    np.testing.assert_allclose(linalg.matmul(a, b, transpose_b=True),
+                               a @ np.swapaxes(b, 1, 2), rtol=1e-12)
+    assert sorted(seen) == [(0, 3, 0, 3, 0, 4), (3, 6, 0, 3, 0, 4)]
+
+
 @settings(max_examples=25, deadline=None)
 @given(batch=st.sampled_from([(), (1,), (3,), (2, 2)]), m=st.integers(1, 9),
        n=st.integers(1, 9), k=st.integers(0, 5), transpose_a=st.booleans(),
@@ -372,15 +444,16 @@ def test_split_matmul_equals_unsplit_and_numpy(batch, m, n, k, transpose_a, tran
     b = _random(rng, batch + ((n, k) if transpose_b else (k, n)))
     expected = (np.swapaxes(a, -1, -2) if transpose_a else a) @ (
         np.swapaxes(b, -1, -2) if transpose_b else b)
-    saved = (threads.get_num_threads(), linalg._PART_MULTIPLY_ADDS, linalg._SPLIT_FROM,
-             threads.free_cores)
-    linalg._PART_MULTIPLY_ADDS, linalg._SPLIT_FROM = 1, 0
+    saved = (threads.get_num_threads(), linalg._PART_MULTIPLY_ADDS, linalg._THREADED_FROM,
+             linalg._SPLIT_FROM, threads.free_cores)
+    linalg._PART_MULTIPLY_ADDS, linalg._THREADED_FROM, linalg._SPLIT_FROM = 1, 0, 0
     threads.free_cores = lambda: 64   # split on any machine (a fixture can't serve @given)
     try:
         one, split = _both(lambda: linalg.matmul(a, b, transpose_a, transpose_b))
     finally:
         threads.set_num_threads(saved[0])
-        linalg._PART_MULTIPLY_ADDS, linalg._SPLIT_FROM, threads.free_cores = saved[1:]
+        (linalg._PART_MULTIPLY_ADDS, linalg._THREADED_FROM, linalg._SPLIT_FROM,
+         threads.free_cores) = saved[1:]
     np.testing.assert_array_equal(split, one)
     np.testing.assert_allclose(split, expected, rtol=1e-12, atol=1e-12)
 

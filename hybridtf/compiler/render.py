@@ -214,6 +214,7 @@ class LoopRenderer:
                 o = f"o{out_ids[id(t)]}"
                 body.append(f"{o}[{', '.join(idx)}] = {v}" if rank else f"{o}[()] = {v}")
         reduction_axes = [reduced_axes(node) for node in group.reductions]
+        row_sums = []   # (start, add, finish) of sums along the innermost axis
         for r, (node, axes) in enumerate(zip(group.reductions, reduction_axes)):
             src = value_of(node.inputs[0])
             kept = [k for k in range(rank) if k not in axes]
@@ -228,8 +229,14 @@ class LoopRenderer:
                 # NaN wins, as in TF: once the accumulator is NaN no comparison replaces it
                 body.append(f"if v {better} {target} or v != v:")
                 body.append(f"    {target} = v")
+            elif kept and axes == [rank - 1]:
+                # A sum along the innermost loop runs in a local (one the vectorizer can split
+                # into lanes), added to the accumulator once per row: an accumulator in an
+                # array is loaded and stored at every element, one element at a time.
+                row_sums.append((f"t{r} = 0.0", f"t{r} += {src}", f"{target} += t{r}"))
             else:
                 body.append(f"{target} += {src}")
+        body += [add for _, add, _ in row_sums]
         body += stores
         for k in range(rank):
             if sizes[k] is None:
@@ -279,9 +286,12 @@ class LoopRenderer:
         lines = dims + pre + allocs
         indent = "    "
         for k in range(rank):
+            if k == rank - 1:
+                lines += [indent + start for start, _, _ in row_sums]
             lines.append(f"{indent}for i{k} in range({self.bounds(k, parts)}):")
             indent += "    "
         lines += [indent + line for line in body]
+        lines += [indent[:-4] + finish for _, _, finish in row_sums]
         lines += post
         if not parts:
             ret = (results[0] if len(results) == 1

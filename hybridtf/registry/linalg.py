@@ -1,6 +1,7 @@
 """Matrix multiplication (2-D and batched, with broadcast batch dimensions)."""
 from ops import linalg as kernels
 
+from hybridtf.registry.public_ops import array_ops as A
 from hybridtf.registry.public_ops import math_ops as M
 from hybridtf.registry import Kernel, OpDef, Spec, checks, register
 from hybridtf.registry.elementwise import unbroadcast
@@ -26,10 +27,30 @@ def _infer(specs, attrs):
     return [Spec(batch + (m, n), a.dtype)]
 
 
+def _as_rows(x):
+    """x [..., rows, columns] as one matrix of all its rows (the last dimension known and not
+    0: -1 stands for the rows)."""
+    return A.reshape(x, [-1, x._shape_tuple[-1]])
+
+
+def _shared_matrix_grad(g, a, tb):
+    """The gradient of b in op(a) @ op(b) for a 2-D b shared by every matrix of a batched a
+    (not transposed): one product over all of a's rows, rather than a product per matrix and
+    a sum over the batch."""
+    if tb:
+        return M.matmul(_as_rows(g), _as_rows(a), transpose_a=True)
+    return M.matmul(_as_rows(a), _as_rows(g), transpose_a=True)
+
+
 def _grad(record, grads):
     g, = grads
     a, b = record.inputs
     ta, tb = record.attrs["transpose_a"], record.attrs["transpose_b"]
+    a_shape, b_shape, g_shape = a._shape_tuple, b._shape_tuple, g._shape_tuple
+    if (not ta and b_shape is not None and len(b_shape) == 2 and a_shape is not None
+            and len(a_shape) > 2 and a_shape[-1] and g_shape is not None and g_shape[-1]):
+        ga = M.matmul(g, b) if tb else M.matmul(g, b, transpose_b=True)
+        return ga, _shared_matrix_grad(g, a, tb)
     if not ta and not tb:
         ga, gb = M.matmul(g, b, transpose_b=True), M.matmul(a, g, transpose_a=True)
     elif not ta and tb:

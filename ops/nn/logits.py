@@ -9,10 +9,93 @@ import math
 
 import numpy as np
 
+from ops import threads
+from ops.fast_exp import exp_nonpositive
 from ops.kernel_cache import njit
 from ops.nn.parts import check_operands
 
 _jit = njit(error_model="numpy", nogil=True)
+
+
+@_jit
+def _sum_float64(v):
+    """sum(v) in float64 over 8 interleaved partial sums (independent additions: a single
+    running sum waits for each addition to finish before the next)."""
+    n = v.shape[0]
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
+    i = 0
+    while i + 8 <= n:
+        s0 += v[i]
+        s1 += v[i + 1]
+        s2 += v[i + 2]
+        s3 += v[i + 3]
+        s4 += v[i + 4]
+        s5 += v[i + 5]
+        s6 += v[i + 6]
+        s7 += v[i + 7]
+        i += 8
+    s = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+    while i < n:
+        s += v[i]
+        i += 1
+    return s
+
+
+@_jit
+def _max_or_nan(m, v):
+    return v if (v > m) | (v != v) else m
+
+
+@_jit
+def _row_max(row):
+    """The largest of a non-empty row, NaN if it holds one; 8 interleaved partial maxima (see
+    ``_sum_float64``)."""
+    n = row.shape[0]
+    m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = row[0]
+    i = 0
+    while i + 8 <= n:
+        m0 = _max_or_nan(m0, row[i])
+        m1 = _max_or_nan(m1, row[i + 1])
+        m2 = _max_or_nan(m2, row[i + 2])
+        m3 = _max_or_nan(m3, row[i + 3])
+        m4 = _max_or_nan(m4, row[i + 4])
+        m5 = _max_or_nan(m5, row[i + 5])
+        m6 = _max_or_nan(m6, row[i + 6])
+        m7 = _max_or_nan(m7, row[i + 7])
+        i += 8
+    m = _max_or_nan(_max_or_nan(_max_or_nan(m0, m1), _max_or_nan(m2, m3)),
+                    _max_or_nan(_max_or_nan(m4, m5), _max_or_nan(m6, m7)))
+    while i < n:
+        m = _max_or_nan(m, row[i])
+        i += 1
+    return m
+
+
+@_jit
+def softmax_rows_part(x, out, log, shift, log_sum, lo, hi):
+    """``softmax_rows_kernel`` for rows lo..hi, into out, shift and log_sum."""
+    C = x.shape[1]
+    for r in range(lo, hi):
+        row = x[r]
+        o = out[r]
+        if C == 0:
+            shift[r] = -np.inf
+            log_sum[r] = 0.0
+            continue
+        m = _row_max(row)
+        for c in range(C):   # vectorizes (see ops.fast_exp)
+            o[c] = exp_nonpositive(row[c] - m)
+        total = _sum_float64(o)
+        ls = math.log(total)
+        if log:
+            for c in range(C):
+                o[c] = row[c] - m - ls
+        else:
+            inv = 1.0 / total
+            for c in range(C):
+                o[c] = o[c] * inv
+        shift[r] = m
+        log_sum[r] = ls
 
 
 @_jit
@@ -21,36 +104,10 @@ def softmax_rows_kernel(x, out, log):
     ``shift`` and the log of the sum of exp(x - shift) ``log_sum`` (float64), whose sum is the
     row's log-sum-exp.  Stable: the row max is subtracted before exponentiating.  They stay
     apart because their sum loses log_sum next to a huge shift (logits of 1e20)."""
-    R, C = x.shape
+    R = x.shape[0]
     shift = np.empty(R, np.float64)
     log_sum = np.empty(R, np.float64)
-    for r in range(R):
-        row = x[r]
-        o = out[r]
-        if C == 0:
-            shift[r] = -np.inf
-            log_sum[r] = 0.0
-            continue
-        m = row[0]
-        for c in range(1, C):
-            v = row[c]
-            if (v > m) | (v != v):
-                m = v
-        s = 0.0
-        for c in range(C):
-            e = np.exp(row[c] - m)
-            o[c] = e
-            s += e
-        ls = math.log(s)
-        if log:
-            for c in range(C):
-                o[c] = row[c] - m - ls
-        else:
-            inv = 1.0 / s
-            for c in range(C):
-                o[c] = o[c] * inv
-        shift[r] = m
-        log_sum[r] = ls
+    softmax_rows_part(x, out, log, shift, log_sum, 0, R)
     return shift, log_sum
 
 
@@ -108,11 +165,20 @@ def _rows(x):
     return x.reshape(-1, x.shape[-1]) if x.size else x.reshape(0, x.shape[-1])
 
 
+# A part of a split softmax has at least this many elements (measured: ~1 ns each)
+_PART_ELEMENTS = 1 << 17
+
+
 def _softmax(x, log):
     x = np.ascontiguousarray(x)
     out = np.empty_like(x)
     if x.size:
-        softmax_rows_kernel(_rows(x), out.reshape(-1, x.shape[-1]), log)
+        rows, out_rows = _rows(x), out.reshape(-1, x.shape[-1])
+        shift = np.empty(rows.shape[0], np.float64)
+        log_sum = np.empty(rows.shape[0], np.float64)
+        threads.split(lambda lo, hi: softmax_rows_part(rows, out_rows, log, shift, log_sum, lo,
+                                                       hi),
+                      rows.shape[0], -(-_PART_ELEMENTS // max(rows.shape[1], 1)))
     return out
 
 
