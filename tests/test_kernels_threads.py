@@ -365,32 +365,45 @@ def test_split_pooling_equals_unsplit(ksize, strides, padding, split_everything)
         np.testing.assert_array_equal(split, one)
 
 
-@pytest.mark.parametrize("backwards, zero_output, masked",
-                         [(False, False, False), (True, False, True), (False, True, True)])
-def test_split_lstm_equals_unsplit(backwards, zero_output, masked, split_everything):
-    """The batch rows of a recurrence split over threads, forward and backprop through time."""
-    rng = np.random.default_rng(3)
-    batch, steps, units = 7, 5, 4
-    xp = _random(rng, (batch, steps, 4 * units))
+def _recurrence(kind, rng, batch, steps, units, backwards, zero_output, masked, reset_after):
+    """A run of one recurrence forward and backward: every array it returns, the recurrent
+    kernel's (and GRU's recurrent bias's) gradient last."""
+    gates = {"simple": 1, "lstm": 4, "gru": 3}[kind]
+    xp = _random(rng, (batch, steps, gates * units))
     h0, c0 = _random(rng, (batch, units)), _random(rng, (batch, units))
-    rk = _random(rng, (units, 4 * units)) * 0.5
+    rk = _random(rng, (units, gates * units)) * 0.5
+    rb = _random(rng, (gates * units,))
     mask = rng.random((batch, steps)) > 0.3 if masked else np.ones((batch, steps), bool)
     d_out = _random(rng, (batch, steps, units))
     d_h, d_c = _random(rng, (batch, units)), _random(rng, (batch, units))
+    if kind == "simple":
+        out, h, states = recurrent.simple_rnn_forward(xp, h0, rk, mask, backwards, zero_output)
+        return (out, h, states) + recurrent.simple_rnn_backward(
+            h0, rk, mask, states, d_out, d_h, backwards, zero_output)
+    if kind == "lstm":
+        forward = recurrent.lstm_forward(xp, h0, c0, rk, mask, backwards, zero_output)
+        return forward + recurrent.lstm_backward(h0, c0, rk, mask, *forward[3:], d_out, d_h,
+                                                 d_c, backwards, zero_output)
+    forward = recurrent.gru_forward(xp, h0, rk, rb, mask, backwards, zero_output, reset_after)
+    return forward + recurrent.gru_backward(h0, rk, mask, *forward[2:], d_out, d_h, backwards,
+                                            zero_output, reset_after)
 
-    def run():
-        out, h, c, hs, cs, gates = recurrent.lstm_forward(xp, h0, c0, rk, mask, backwards,
-                                                          zero_output)
-        grads = recurrent.lstm_backward(h0, c0, rk, mask, hs, cs, gates, d_out, d_h, d_c,
-                                        backwards, zero_output)
-        return (out, h, c, hs, cs, gates) + grads
 
-    one, split = _both(run)
-    for name, a, b in zip(("out", "h", "c", "hs", "cs", "gates", "d_xp", "d_h0", "d_c0"),
-                          split, one):
-        np.testing.assert_array_equal(a, b, err_msg=name)
-    # the recurrent kernel's gradient: one product, its sums split by rows of the output
-    np.testing.assert_allclose(split[-1], one[-1], rtol=1e-12, atol=1e-12)
+@pytest.mark.parametrize("kind, reset_after", [("simple", False), ("lstm", False),
+                                               ("gru", True), ("gru", False)])
+@pytest.mark.parametrize("backwards, zero_output, masked",
+                         [(False, False, False), (True, False, True), (False, True, True)])
+def test_split_recurrences_equal_unsplit(kind, reset_after, backwards, zero_output, masked,
+                                         split_everything):
+    """The batch rows of a recurrence split over threads, forward and backprop through time."""
+    one, split = _both(lambda: _recurrence(kind, np.random.default_rng(3), 7, 5, 4, backwards,
+                                           zero_output, masked, reset_after))
+    weights = 2 if kind == "gru" else 1   # the gradients of the recurrent weights come last
+    for index, (a, b) in enumerate(zip(split[:-weights], one[:-weights])):
+        np.testing.assert_array_equal(a, b, err_msg=str(index))
+    # the weights' gradients: products and sums over all rows, split by rows of the output
+    for a, b in zip(split[-weights:], one[-weights:]):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
