@@ -388,6 +388,7 @@ def split_small_groups(monkeypatch):
     in the products they alone read."""
     from ops import threads
     monkeypatch.setattr(cpu_parts, "PART_MIN_ELEMENTS", 4)
+    monkeypatch.setattr(cpu_parts, "PART_FORM_MIN_ELEMENTS", 4)
     monkeypatch.setattr(cpu_parts, "PART_ELEMENTS", 1)
     monkeypatch.setattr(cpu_parts, "PRODUCT_MIN_ELEMENTS", 4)
     monkeypatch.setattr(cpu_parts, "PRODUCT_BLOCK_ELEMENTS", 8)   # blocks of 1-2 rows
@@ -410,6 +411,30 @@ def test_large_groups_split_their_loop_over_threads(split_small_groups):
         np.testing.assert_allclose(c, r, rtol=1e-6)
     for got, want in zip(g(x, b), f(x, b)):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+def test_a_batch_size_across_the_split_threshold_renders_the_same_module(monkeypatch):
+    """Below and above the size from which a loop splits over threads, a group is the same part
+    kernel (called once, or split): a new batch size reuses the compiled module."""
+    from ops import threads
+    monkeypatch.setattr(cpu_parts, "PART_FORM_MIN_ELEMENTS", 8)
+    monkeypatch.setattr(cpu_parts, "PART_MIN_ELEMENTS", 64)
+    monkeypatch.setattr(cpu_parts, "PART_ELEMENTS", 16)
+    monkeypatch.setattr(threads, "free_cores", lambda: 64)
+
+    def f(x, b):
+        return tf.tanh(x * 2.0 + b) - x
+
+    g = tf.function(f)
+    sources = {}
+    for rows in (3, 20):   # 15 and 100 elements
+        x, b = tf.constant(_rand(rows, 5)), tf.constant(_rand(5, seed=2))
+        module, driver = g.get_concrete_function(x, b).kernel_source.split("# ---- driver")
+        sources[rows] = module, driver
+        np.testing.assert_allclose(g(x, b).numpy(), f(x, b).numpy(), rtol=1e-6)
+    assert sources[3][0] == sources[20][0]
+    assert "lo, hi):" in sources[3][0]
+    assert "_split_call" not in sources[3][1] and "_split_call" in sources[20][1]
 
 
 def test_variable_updates_write_in_place_while_nobody_else_holds_the_array(split_small_groups):
@@ -576,7 +601,9 @@ def test_a_graph_the_compiler_fails_on_warns_naming_its_ops_and_still_runs(monke
     with pytest.warns(compiler.CompilationWarning,
                       match=r"compiling multiply, tanh, add failed: RuntimeError: no loop"):
         y = f(x)
-    np.testing.assert_allclose(y.numpy(), np.tanh(np.array([0.5, -1.0]) * 2) + 1, rtol=1e-6)
+    # float32 against float64, with a cancellation (tanh(-2) + 1): an absolute tolerance too
+    np.testing.assert_allclose(y.numpy(), np.tanh(np.array([0.5, -1.0]) * 2) + 1, rtol=1e-6,
+                               atol=1e-6)
     assert "could not lower" in f.get_concrete_function(x).kernel_source
 
 

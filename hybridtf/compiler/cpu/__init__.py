@@ -93,7 +93,7 @@ def render_kernels(lowered, choices):
             names = op_names(item.members + item.reductions)
             with failures_named(names):
                 kernel = kernels.groups[index] = RENDERER.render(
-                    item, lowered.constants, choices.in_place.get(index), choices.splits(item))
+                    item, lowered.constants, choices.in_place.get(index), choices.part_form(item))
             kernels.add([kernel], names)
         elif kind == "step":
             names = op_names([item])

@@ -150,6 +150,9 @@ class DriverBuilder:
         shape = kernel.outputs[0]._static_shape
         tail = f"{shape[0]}, {self.choices.rows_per_part(shape)})"
         packed = "".join(a + ", " for a in args)
+        if product is None and not self.choices.large(shape):
+            code.append(f"{fname}({packed}0, {shape[0]})")   # too small to split: one call
+            return code
         if product is None:
             code.append(f"_split_call({fname}, ({packed}), " + tail)
             return code

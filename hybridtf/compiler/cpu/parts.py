@@ -1,11 +1,16 @@
 """The CPU's choices for large groups: loops split over the kernel threads, variables updated in
 place, and matrix products computed in parts of the loop that reads them.
 
-Groups of at least PART_MIN_ELEMENTS elements (without reductions) are part kernels: their loop
-splits over the kernel threads (``ops.threads``) by rows of the first axis, in parts of at least
-PART_ELEMENTS (handing out a part costs 20-40 us).  Groups that large also write the variables
-they update in place while nobody else holds their arrays: a memory-bound update then reads and
-writes each array once (measured 2x faster).
+Groups of at least PART_MIN_ELEMENTS elements (without reductions) split their loop over the
+kernel threads (``ops.threads``) by rows of the first axis, in parts of at least PART_ELEMENTS
+(handing out a part costs 20-40 us).  Groups that large also write the variables they update in
+place while nobody else holds their arrays: a memory-bound update then reads and writes each
+array once (measured 2x faster).
+
+Every group of at least PART_FORM_MIN_ELEMENTS is rendered as a part kernel (its loop over rows
+lo..hi, its outputs passed in), also those too small to split, which the driver calls once over
+all rows: so a new batch size or layer width that crosses PART_MIN_ELEMENTS renders the same
+module, and reuses its compiled kernels, rather than a module that differs by a kernel's form.
 
 A matrix product of at least PRODUCT_MIN_ELEMENTS (too big for the caches) consumed only by a
 split group is computed inside the group's parts, a block of rows at a time just before the loop
@@ -20,6 +25,7 @@ from hybridtf.compiler import plan as plan_lib
 from hybridtf.framework import devices
 
 PART_MIN_ELEMENTS = 1 << 16
+PART_FORM_MIN_ELEMENTS = 1 << 12
 PART_ELEMENTS = 1 << 18
 PRODUCT_MIN_ELEMENTS = 1 << 20
 PRODUCT_BLOCK_ELEMENTS = 1 << 17
@@ -37,11 +43,21 @@ class Choices:
         self.deferred = {id(node) for node in self.products.values()}
 
     @staticmethod
-    def splits(group):
-        """Whether a group's loop is rendered as a part kernel, split over the kernel threads."""
+    def part_form(group):
+        """Whether a group's loop is rendered as a part kernel (see the module's docstring)."""
         shape = group.shape
         return (not group.reductions and len(shape) >= 1 and shape[0] >= 2
-                and int(np.prod(shape)) >= PART_MIN_ELEMENTS)
+                and int(np.prod(shape)) >= PART_FORM_MIN_ELEMENTS)
+
+    @staticmethod
+    def large(shape):
+        """Whether a part kernel's loop over ``shape`` splits over the kernel threads."""
+        return int(np.prod(shape)) >= PART_MIN_ELEMENTS
+
+    @staticmethod
+    def splits(group):
+        """Whether a group's loop splits over the kernel threads (a part kernel, large)."""
+        return Choices.part_form(group) and Choices.large(group.shape)
 
     @staticmethod
     def rows_per_part(shape):
