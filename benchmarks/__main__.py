@@ -7,8 +7,8 @@ import sys
 # Only modules that import no NumPy and no framework here: --threads must act before they load.
 from benchmarks import frameworks
 
-WORKLOAD_IDS = ("W0", "W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "K1", "K2", "D0", "C1",
-                "M1", "R1", "D1")
+WORKLOAD_IDS = ("W0", "W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "E1", "K1", "K2", "D0",
+                "C1", "C2", "M1", "R1", "D1")
 
 DEFAULT_RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 

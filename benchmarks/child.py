@@ -138,20 +138,17 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     from benchmarks import profiles
-    from benchmarks.records import new_variant, record_failure
+    from benchmarks.records import child_result
     profile = profiles.get(args.profile)
-    try:
+
+    def measure():
         if args.what == "c1":
-            result = measure_first_call(args.framework, args.mode, profile)
-        elif args.what == "r1":
-            result = measure_retracing(args.framework, args.mode, profile, args.steps)
-        else:
-            result = measure_memory(args.framework, args.mode, profile, args.steps, args.mark)
-        result["status"] = "ok"
-    except Exception as exc:  # noqa: BLE001 - the parent reports it
-        entry = new_variant(args.framework, args.mode)
-        record_failure(entry, exc)
-        result = {k: entry[k] for k in ("status", "reason", "traceback") if k in entry}
+            return measure_first_call(args.framework, args.mode, profile)
+        if args.what == "r1":
+            return measure_retracing(args.framework, args.mode, profile, args.steps)
+        return measure_memory(args.framework, args.mode, profile, args.steps, args.mark)
+
+    result = child_result(args.framework, args.mode, measure)
     sys.stdout.flush()
     print(MARKER + json.dumps(result), flush=True)
 

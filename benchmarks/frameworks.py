@@ -19,6 +19,7 @@ _LABELS = {
     ("tensorflow", "eager"): "TF eager",
     ("tensorflow", "function"): "TF function",
     ("jax", "jit"): "JAX jit",
+    ("jax", "eager"): "JAX eager",
     ("torch", "eager"): "PyTorch eager",
     ("hybridtf", "eager"): "hybridtf eager",
     ("hybridtf", "function"): "hybridtf function",
@@ -204,3 +205,19 @@ def thread_settings():
     if numba is not None and not isinstance(numba, Exception):
         settings["numba_threads"] = numba.config.NUMBA_NUM_THREADS
     return settings
+
+
+def blas_kernels():
+    """The BLAS that hybridtf's kernels call (SciPy's OpenBLAS) and the kernels it picked for
+    this processor (what ``OPENBLAS_CORETYPE`` forces, where the environment sets it)."""
+    if importlib.util.find_spec("scipy") is None:
+        return {}
+    importlib.import_module("scipy.linalg.cython_blas")
+    threadpoolctl = importlib.import_module("threadpoolctl")
+    found = [info for info in threadpoolctl.threadpool_info()
+             if info["user_api"] == "blas" and "scipy.libs" in info["filepath"]]
+    kernels = {"OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE")}
+    if found:
+        kernels.update(library=found[0]["internal_api"], version=found[0]["version"],
+                       architecture=found[0].get("architecture"))
+    return kernels

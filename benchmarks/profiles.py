@@ -19,6 +19,7 @@ class Profile:
     r1_calls: int          # calls of R1's loop, each a new trace
     r1_timeout_s: float
     all_process_variants: bool = True  # False: C1 and M1 leave out their informational variants
+    c2_warmup: bool = True  # C2 times the first step after `python -m hybridtf.warmup` too
 
     def as_dict(self):
         return asdict(self)
@@ -38,7 +39,7 @@ QUICK = Profile("quick", warmup_calls=1, min_sample_s=0.01, rounds=5, min_rounds
 SMOKE = Profile("smoke", warmup_calls=1, min_sample_s=0.001, rounds=2, min_rounds=2,
                 max_variant_s=0.2, check_steps=2, c1_repeats=1, c1_timeout_s=300.0,
                 m1_steps=12, m1_mark=4, m1_timeout_s=300.0, r1_calls=3, r1_timeout_s=300.0,
-                all_process_variants=False)
+                all_process_variants=False, c2_warmup=False)
 
 PROFILES = {p.name: p for p in (FULL, QUICK, SMOKE)}
 

@@ -29,3 +29,16 @@ def record_failure(entry, exc):
 def selected(framework, allowed):
     """Whether ``--frameworks`` lets this framework run (``allowed`` None: all)."""
     return allowed is None or framework in allowed
+
+
+def child_result(framework, mode, measure):
+    """What a measuring child process reports: ``measure()``'s dict with status "ok", or the
+    record of its failure (the parent reports it)."""
+    try:
+        result = measure()
+        result["status"] = "ok"
+    except Exception as exc:  # noqa: BLE001 - the parent reports it
+        entry = new_variant(framework, mode)
+        record_failure(entry, exc)
+        result = {k: entry[k] for k in ("status", "reason", "traceback") if k in entry}
+    return result

@@ -18,6 +18,15 @@ METRIC_FORMATS = {
     "warm_import_s": ("warm import", "time"),
     "cold_process_s": ("cold process", "time"),
     "warm_process_s": ("warm process", "time"),
+    "cold_first_step_s": ("cold 1st step", "time"),
+    "warmup_first_step_s": ("after warmup", "time"),
+    "warm_first_step_s": ("warm 1st step", "time"),
+    "batch64_first_step_s": ("batch 64", "time"),
+    "narrow_first_step_s": ("Dense700/Conv48", "time"),
+    "eager_step_s": ("eager step", "time"),
+    "batch64_over_eager": ("b64 x eager", "ratio"),
+    "narrow_over_eager": ("700/48 x eager", "ratio"),
+    "warmup_command_s": ("warmup cmd", "time"),
     "peak_rss_mib": ("peak RSS", "mib"),
     "rss_mark_mib": ("RSS @mark", "mib"),
     "rss_end_mib": ("RSS @end", "mib"),
@@ -59,6 +68,8 @@ def format_value(value, kind):
         return f"{value:.0f} img/s"
     if kind == "fraction":
         return f"{value:.1%}"
+    if kind == "ratio":
+        return format_ratio(value)
     return f"{value:.3g}"
 
 
@@ -136,6 +147,13 @@ def _ratio_lines(workload):
     return lines
 
 
+def _blas_line(blas):
+    forced = blas.get("OPENBLAS_CORETYPE")
+    return (f"hybridtf's BLAS: {blas.get('library', 'unknown')} {blas.get('version') or ''} "
+            f"with its {blas.get('architecture') or 'unknown'} kernels "
+            f"({'forced by OPENBLAS_CORETYPE=' + forced if forced else 'its own choice'})")
+
+
 def format_results(results):
     """The whole report as text."""
     meta = results["meta"]
@@ -145,6 +163,7 @@ def format_results(results):
              f"Python {meta['python']}, {meta['platform']}, "
              f"{meta['threads'].get('cpu_count')} CPUs",
              f"versions: {versions}",
+             _blas_line(meta.get("blas") or {}),
              f"timing-loop overhead per call: {format_time(meta['harness_overhead_s'])} "
              f"(included in every figure); suite wall time {meta['wall_s']:.0f} s", ""]
     if meta.get("load"):

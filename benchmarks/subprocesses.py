@@ -1,4 +1,4 @@
-"""Fresh-process measurements for C1, M1 and R1, the parent's side.
+"""Fresh-process measurements for C1, C2, M1 and R1, the parent's side.
 
 ``run_child`` starts ``python -m benchmarks.child ...`` (see child.py) and reads back its one
 result line. Running each framework in its own process keeps one framework's imports, caches and
@@ -20,12 +20,11 @@ def run_child(arguments, env=None, timeout=600.0, module="benchmarks.child", lau
     whole process, interpreter start included). A crash or a time-out becomes
     ``{"status": "error", "reason": ...}``."""
     command = [*launcher, sys.executable, "-m", module, *arguments]
-    env = dict(os.environ if env is None else env)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (REPO_ROOT, env.get("PYTHONPATH")) if p)
     start = time.perf_counter()
     try:
-        process = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True,
-                                 text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        process = subprocess.run(command, cwd=REPO_ROOT, env=child_environment(env),
+                                 capture_output=True, text=True, timeout=timeout,
+                                 stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         return {"status": "error", "reason": f"timed out after {timeout:.0f} s"}
     wall = time.perf_counter() - start
@@ -37,6 +36,14 @@ def run_child(arguments, env=None, timeout=600.0, module="benchmarks.child", lau
     tail = (process.stderr or process.stdout).strip().splitlines()[-5:]
     return {"status": "error",
             "reason": f"child exited with {process.returncode} and no result: " + " | ".join(tail)}
+
+
+def child_environment(env=None):
+    """``env`` (default: this process's environment) with the repository first on
+    PYTHONPATH, so that a child imports ``benchmarks`` and ``hybridtf`` from this checkout."""
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (REPO_ROOT, env.get("PYTHONPATH")) if p)
+    return env
 
 
 def cache_environment(root):

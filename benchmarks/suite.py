@@ -88,6 +88,7 @@ def metadata(profile, allowed):
             "frameworks_selected": sorted(allowed) if allowed else None,
             "versions": {name: frameworks.version(name) for name in frameworks.FRAMEWORKS}}
     info["threads"] = frameworks.thread_settings()
+    info["blas"] = frameworks.blas_kernels()
     info["harness_overhead_s"] = harness_overhead(profile)
     return info
 

@@ -38,6 +38,8 @@ TARGETS = (
            "tensorflow/function", "time_s", 1.0),
     Target("W8", "decorated step within 1.2x of JAX jit", "hybridtf/function", "jax/jit",
            "time_s", 1.2),
+    Target("E1", "eager tape within 1.5x PyTorch eager", "hybridtf/eager", "torch/eager",
+           "time_s", 1.5),
     Target("K1", "fit step no slower than TF fit's", "hybridtf/function", "tensorflow/function",
            "time_s", 1.0),
     Target("K1", "fit step within 1.1x of the hand-written decorated step", "hybridtf/function",
@@ -52,6 +54,14 @@ TARGETS = (
            "tensorflow/function", "cold_first_call_s", 1.0),
     Target("C1", "first call from the disk cache under 0.3 s", "hybridtf/function", None,
            "warm_first_call_s", 0.3),
+    Target("C2", "cold first step (empty kernel cache) <= 5 s", "hybridtf/function", None,
+           "cold_first_step_s", 5.0),
+    Target("C2", "first step after the warmup command <= 0.5 s", "hybridtf/function", None,
+           "warmup_first_step_s", 0.5),
+    Target("C2", "warm cache, batch 64: first step <= 2x a steady eager step",
+           "hybridtf/function", None, "batch64_over_eager", 2.0),
+    Target("C2", "warm cache, Dense 700 / Conv 48: first step <= 2x a steady eager step",
+           "hybridtf/function", None, "narrow_over_eager", 2.0),
     Target("M1", "no growth after warm-up (<= 1 MiB)", "hybridtf/function", None, "growth_mib",
            1.0),
     Target("R1", "retracing loop within 2x TF function's time", "hybridtf/function",
@@ -108,4 +118,6 @@ def evaluate(results):
 def _why(variant):
     if variant is None:
         return "not in this workload"
+    if variant["status"] == "ok":
+        return "not measured by this profile"
     return f"{variant['status']}" + (f" ({variant['reason']})" if variant.get("reason") else "")

@@ -21,16 +21,19 @@ import hybridtf as tf
 
 
 class CNN(tf.keras.Model):
-    def __init__(self):
+    """The notebook's CNN; ``conv2_filters`` and ``dense_units`` set the widths of the second
+    convolution and of the first dense layer."""
+
+    def __init__(self, conv2_filters=64, dense_units=1024):
         super().__init__()
         self.conv1 = tf.keras.layers.Conv2D(filters=32, kernel_size=[5, 5], padding="same",
                                             activation=tf.nn.relu)
         self.pool1 = tf.keras.layers.MaxPool2D(pool_size=[2, 2], strides=2)
-        self.conv2 = tf.keras.layers.Conv2D(filters=64, kernel_size=[5, 5], padding="same",
-                                            activation=tf.nn.relu)
+        self.conv2 = tf.keras.layers.Conv2D(filters=conv2_filters, kernel_size=[5, 5],
+                                            padding="same", activation=tf.nn.relu)
         self.pool2 = tf.keras.layers.MaxPool2D(pool_size=[2, 2], strides=2)
-        self.flatten = tf.keras.layers.Reshape(target_shape=(7 * 7 * 64,))
-        self.dense1 = tf.keras.layers.Dense(units=1024, activation=tf.nn.relu)
+        self.flatten = tf.keras.layers.Reshape(target_shape=(7 * 7 * conv2_filters,))
+        self.dense1 = tf.keras.layers.Dense(units=dense_units, activation=tf.nn.relu)
         self.dense2 = tf.keras.layers.Dense(units=10)
 
     def call(self, inputs):
@@ -59,6 +62,28 @@ class MNISTLoader:
         return self.train_data[index], self.train_label[index]
 
 
+def make_train_step(model, optimizer, writer=None, log_every=50):
+    """The decorated train step: forward, loss, gradients and the optimizer's update in one
+    graph (and, with a summary ``writer``, the loss and the batch accuracy every ``log_every``
+    steps)."""
+    @tf.function
+    def train_one_step(x, y):
+        with tf.GradientTape() as tape:
+            y_pred = model(x)
+            loss = tf.reduce_mean(
+                tf.keras.losses.sparse_categorical_crossentropy(y_true=y, y_pred=y_pred))
+        grads = tape.gradient(loss, model.variables)
+        optimizer.apply_gradients(grads_and_vars=zip(grads, model.variables))
+        if writer is not None:      # decided when traced: no summaries without --logdir
+            step = optimizer.iterations
+            with writer.as_default(step=step), tf.summary.record_if(step % log_every == 0):
+                tf.summary.scalar("loss", loss)
+                tf.summary.scalar("accuracy", tf.reduce_mean(
+                    tf.cast(tf.argmax(y_pred, axis=1, output_type=tf.int32) == y, tf.float32)))
+        return loss
+    return train_one_step
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", type=int, default=1000, help="train steps (default 1000)")
@@ -76,23 +101,7 @@ def main():
     model = CNN()
     optimizer = tf.keras.optimizers.Adam(learning_rate=1e-3)
     writer = tf.summary.create_file_writer(args.logdir) if args.logdir else None
-
-    @tf.function
-    def train_one_step(x, y):
-        with tf.GradientTape() as tape:
-            y_pred = model(x)
-            loss = tf.reduce_mean(
-                tf.keras.losses.sparse_categorical_crossentropy(y_true=y, y_pred=y_pred))
-        grads = tape.gradient(loss, model.variables)
-        optimizer.apply_gradients(grads_and_vars=zip(grads, model.variables))
-        if writer is not None:      # decided when traced: no summaries without --logdir
-            step = optimizer.iterations
-            with writer.as_default(step=step), \
-                    tf.summary.record_if(step % args.log_every == 0):
-                tf.summary.scalar("loss", loss)
-                tf.summary.scalar("accuracy", tf.reduce_mean(
-                    tf.cast(tf.argmax(y_pred, axis=1, output_type=tf.int32) == y, tf.float32)))
-        return loss
+    train_one_step = make_train_step(model, optimizer, writer, args.log_every)
 
     start = time.perf_counter()
     with tqdm(range(args.batches), desc="train", unit="step") as bar:

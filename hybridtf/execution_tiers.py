@@ -10,6 +10,9 @@ kernels or fused loops of the same scalar functions (``compiler`` documents the 
 keep).
 
 A process waits at exit for the compiles still running, so that their kernels reach the cache.
+A compile the caller waits for (a synchronous one, or this wait at exit) that takes longer than
+about a second is announced with one line (``ops.compile_notice``); the background compile,
+which nobody waits for, is not.
 
 With synchronous compilation (``tf.config.experimental.set_synchronous_compilation(True)``, or
 ``HYBRIDTF_SYNCHRONOUS_COMPILATION=1`` in the environment), the first call compiles before it
@@ -26,21 +29,27 @@ import threading
 import warnings
 import weakref
 
+from ops import compile_notice
+
 from hybridtf import compiler
 from hybridtf.framework.variables import UpdateLock
 from hybridtf.graph import interpreter
 
 _SYNCHRONOUS = [os.environ.get("HYBRIDTF_SYNCHRONOUS_COMPILATION", "") not in ("", "0")]
-_COMPILING = weakref.WeakSet()   # background compiles started and maybe not finished
+_COMPILING = weakref.WeakKeyDictionary()   # background compiles started -> function name
 
 
 @atexit.register
 def _finish_compiling():
     # A compile cut short at exit is lost, and the next process would compile again: let the
     # ones in flight finish, so that their kernels are in the cache.
-    for thread in list(_COMPILING):
-        if thread.ident is not None:
-            thread.join()
+    compiling = {thread: name for thread, name in list(_COMPILING.items())
+                 if thread.is_alive()}
+    names = sorted({f"'{name}'" for name in compiling.values()})
+    what = "it" if len(names) == 1 else "them"
+    compile_notice.join(compiling, f"hybridtf: finishing compiling tf.function {', '.join(names)} "
+                                   f"before exiting, so that the next runs load {what} from the "
+                                   f"cache")
 
 
 def set_synchronous_compilation(enabled):
@@ -87,12 +96,12 @@ class ExecutionTiers:
                         self._outcome = None, error
                     elif rendered.stored or synchronous_compilation():
                         # compiled before (its kernels load from the cache), or asked for
-                        self._outcome = self._finish(rendered)
+                        self._outcome = self._finish_while_waited_for(rendered)
                     else:
                         self._compiling = threading.Thread(
                             target=self._finish_in_background, args=(rendered,), daemon=True,
                             name=f"hybridtf-compile-{self._name}")
-                        _COMPILING.add(self._compiling)
+                        _COMPILING[self._compiling] = self._name
                         return self._first_call
                 if self._outcome is not None:
                     self._install(*self._outcome)
@@ -110,18 +119,21 @@ class ExecutionTiers:
         """The compiled tier's run, compiling now if needed (waits for a background compile):
         for ``kernel_source`` and callers that need the compiled plan itself."""
         thread = self._compiling
-        if thread is not None and thread.ident is not None:
-            thread.join()
+        if thread is not None:
+            compile_notice.join([thread], f"hybridtf: waiting for tf.function '{self._name}' "
+                                          f"to finish compiling (cached for the next runs)")
         with self._lock:
             if self._final is None:
                 if self._outcome is None:
                     rendered, error = self._render()
-                    self._outcome = (None, error) if rendered is None else self._finish(rendered)
+                    self._outcome = ((None, error) if rendered is None
+                                     else self._finish_while_waited_for(rendered))
                 self._install(*self._outcome)
         return self._final
 
     def _finish_in_background(self, rendered):
-        outcome = self._finish(rendered)
+        with compile_notice.silenced():   # the caller runs on the interpreter meanwhile
+            outcome = self._finish(rendered)
         with self._lock:
             self._outcome = outcome
 
@@ -132,6 +144,17 @@ class ExecutionTiers:
             return compiler.prepare(self._graph, backend), None
         except Exception as err:  # noqa: BLE001 - lowering is an optimisation: never fatal
             return None, err
+
+    def _finish_while_waited_for(self, rendered):
+        """``_finish`` for a caller that waits: announced if it takes long."""
+        if rendered.stored:
+            message = (f"hybridtf: loading the kernels of tf.function '{self._name}' from the "
+                       f"kernel cache")
+        else:
+            message = (f"hybridtf: compiling tf.function '{self._name}'; its kernels are cached "
+                       f"for the next runs")
+        with compile_notice.announce(message):
+            return self._finish(rendered)
 
     @staticmethod
     def _finish(rendered):

@@ -24,7 +24,7 @@ from hybridtf.api import array_ops, math_ops, nn_ops, random_ops, sort_ops
 from hybridtf.eager.backprop import GradientTape
 from hybridtf.framework.constant_op import constant
 from hybridtf.framework.variables import Variable
-from ops import elementwise
+from ops import compile_notice, elementwise
 
 DEFAULT_DTYPES = ("float32", "int32", "int64", "bool")
 
@@ -51,12 +51,23 @@ def _gradients(function, *variables):
     return tape.gradient(loss, list(variables))
 
 
+# (kernel size, image size, stride, channels in, channels out): the algorithm a convolution
+# takes depends on all of them (``ops.nn.conv``); these reach each one, forward and backward.
+CONVOLUTIONS = (
+    (1, 8, 1, 3, 4),     # im2col
+    (3, 6, 1, 16, 16),   # Winograd 3x3
+    (5, 6, 1, 8, 8),     # Winograd 5x5
+    (3, 6, 1, 48, 4),    # shifted products (the filter's gradient: im2col)
+    (3, 6, 1, 8, 4),     # the filter's gradient by shifted products
+    (3, 9, 2, 3, 4),     # strided: im2col
+    (7, 12, 1, 3, 4),
+)
+
+
 def _convolutions():
-    # Each kernel size and size of image picks another algorithm (1x1, Winograd 3x3 and 5x5,
-    # shifted products, im2col), forward and backward.
-    for kernel, size, stride in ((1, 8, 1), (3, 8, 1), (5, 8, 1), (3, 9, 2), (7, 12, 1)):
-        x = Variable(_images(2, size, 3))
-        w = Variable(np.full((kernel, kernel, 3, 4), 0.1, np.float32))
+    for kernel, size, stride, channels_in, channels_out in CONVOLUTIONS:
+        x = Variable(_images(2, size, channels_in))
+        w = Variable(np.full((kernel, kernel, channels_in, channels_out), 0.1, np.float32))
         _gradients(lambda: nn_ops.conv2d(x, w, stride, "SAME"), x, w)
         _gradients(lambda: nn_ops.conv2d(x, w, stride, "VALID"), x, w)
 
@@ -146,9 +157,10 @@ def warm_up(dtypes=DEFAULT_DTYPES, progress=True):
     tasks run."""
     tasks = elementwise_tasks(dtypes) + list(LIBRARY_TASKS)
     bar = tqdm(tasks, desc="hybridtf: compiling kernels", unit="kernel", disable=not progress)
-    for description, task in bar:
-        bar.set_postfix_str(description, refresh=False)
-        task()
+    with compile_notice.silenced():   # the bar says what compiles
+        for description, task in bar:
+            bar.set_postfix_str(description, refresh=False)
+            task()
     return len(tasks)
 
 

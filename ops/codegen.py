@@ -16,6 +16,7 @@ import weakref
 
 from ops import cache_directory
 from ops.cache_directory import cache_dir
+from ops.library_digest import LIBRARY_DIGEST
 
 _LOCK = threading.Lock()
 _MODULES = {}
@@ -34,24 +35,8 @@ _IDLE = collections.OrderedDict()  # names of loaded modules without a lease, ol
 _ENDED = []                       # names whose lease ended, released under _LOCK
 
 
-def _library_digest():
-    """A hash of the kernel library's sources.  Generated modules call its functions, and
-    Numba's cache only notices changes to the module it compiled: folding this into their
-    names makes a changed library compile fresh modules instead of reusing stale code."""
-    digest = hashlib.sha256()
-    directory = os.path.dirname(os.path.abspath(__file__))
-    for name in sorted(os.listdir(directory)):
-        if name.endswith(".py"):
-            with open(os.path.join(directory, name), "rb") as f:
-                digest.update(name.encode() + b"\0" + f.read())
-    return digest.hexdigest()
-
-
-_LIBRARY_DIGEST = _library_digest()
-
-
 def _module_name(prefix, source):
-    digest = hashlib.sha256((_LIBRARY_DIGEST + source).encode()).hexdigest()[:16]
+    digest = hashlib.sha256((LIBRARY_DIGEST + source).encode()).hexdigest()[:16]
     return f"{prefix}_{digest}"
 
 

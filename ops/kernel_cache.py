@@ -12,13 +12,17 @@ functions still cache where Numba puts them.
   the process.
 * Healed: a file that cannot be loaded, for any reason, is deleted with one warning naming it,
   and the kernel is compiled again (and saved again).
+* Announced: a compile after a cache miss that keeps its caller waiting longer than about a
+  second gets one line naming the kernel (``ops.compile_notice``).
 """
 import contextlib
+import functools
 import hashlib
 import inspect
 import io
 import os
 import pickle
+import re
 import sys
 import warnings
 
@@ -26,6 +30,8 @@ import numba
 from numba.core.caching import (CompileResultCacheImpl, FunctionCache, IndexDataCacheFile,
                                 NullCache, _CacheLocator, _SourceFileBackedLocatorMixin)
 
+from ops import compile_notice
+from ops.library_digest import LIBRARY_DIGEST
 from ops.cache_directory import (KernelCacheWarning, cache_dir, directory, make_private_dirs,
                                  warn_once, write_file)
 
@@ -174,8 +180,9 @@ class _HealingCache(FunctionCache):
 
     def __init__(self, py_func):
         super().__init__(py_func)
-        self._cache_file = _SealedFiles(self._cache_path, self._impl.filename_base,
-                                        self._impl.locator.get_source_stamp(),
+        # the kernel's own file and the library it calls (see ops.library_digest)
+        stamp = (self._impl.locator.get_source_stamp(), LIBRARY_DIGEST)
+        self._cache_file = _SealedFiles(self._cache_path, self._impl.filename_base, stamp,
                                         self._impl.locator.root)
 
     def _evict(self, damage):
@@ -187,6 +194,15 @@ class _HealingCache(FunctionCache):
         self._cache_file.evict(damage.path)
 
     def load_overload(self, sig, target_context):
+        compiled = self._load_overload(sig, target_context)
+        if compiled is None:   # the dispatcher compiles now: said if it keeps the caller waiting
+            compile_notice.compiling(
+                f"hybridtf: compiling kernels on their first use (now {_kernel_name(self._py_func)}"
+                f"{_signature_text(sig)}); they are cached for the next runs, and "
+                f"`python -m hybridtf.warmup` compiles the kernel library ahead of time")
+        return compiled
+
+    def _load_overload(self, sig, target_context):
         target_context.refresh()
         if not self._enabled:
             return None
@@ -218,6 +234,34 @@ class _HealingCache(FunctionCache):
                       f"processes. Set HYBRIDTF_CACHE_DIR to a directory you can write to.")
 
 
+def _kernel_name(py_func):
+    """``nn.pooling.max_pool2d_kernel``, ``elementwise_add.ufunc_float32``: the kernel's module
+    (without its package, or the hash of a generated one) and name."""
+    module = py_func.__module__.split(".", 1)[-1]
+    return re.sub(r"_[0-9a-f]{16}$", "", module) + "." + py_func.__qualname__
+
+
+def _signature_text(sig):
+    """`` for float32, float32``: the dtypes of a signature's arguments (a tuple of types, or
+    a Numba signature), each once."""
+    args = getattr(sig, "args", sig)
+    if not isinstance(args, tuple):
+        return ""
+    dtypes = dict.fromkeys(str(getattr(t, "dtype", t)) for t in args)
+    return " for " + ", ".join(dtypes) if dtypes else ""
+
+
+def _announced(compile_method):
+    """A dispatcher's ``compile`` inside a ``compile_notice.compile_scope``, so that a compile
+    after a cache miss is announced should it keep its caller waiting.  (Numba's own
+    ``numba:compile`` event is not raised by the dispatchers behind @vectorize.)"""
+    @functools.wraps(compile_method)
+    def compile(*args, **kwargs):
+        with compile_notice.compile_scope():
+            return compile_method(*args, **kwargs)
+    return compile
+
+
 # ---- the decorators --------------------------------------------------------------------------
 def _cached(dispatcher, attribute, py_func):
     """Gives ``dispatcher`` a healing cache in place of the NullCache a dispatcher without
@@ -232,6 +276,7 @@ def _cached(dispatcher, attribute, py_func):
                   f"process.")
         return
     setattr(dispatcher, attribute, _HealingCache(py_func))
+    dispatcher.compile = _announced(dispatcher.compile)
 
 
 def _cache_option(options, name):

@@ -25,16 +25,17 @@ from numba.extending import overload
 
 from ops import threads
 from ops.fast_exp import exp_parts_f32
+from ops.fast_tanh import tanh as _tanh
 from ops.kernel_cache import njit
 from ops.linalg import gemm, matmul
 
 _jit = njit(error_model="numpy", nogil=True)
 
 # float32 gates are computed in float32 arithmetic (a loop over a row then vectorizes 8 or 16
-# wide) with the exp of ``ops.fast_exp``: sigmoid and tanh so computed are within 2 units in the
-# last place (float32) of the exact values for |v| < 85; below -85 sigmoid is the smallest
-# normal float instead of a subnormal.  float64 gates use the library's exp and tanh.
-_ZERO, _ONE, _TWO = np.float32(0.0), np.float32(1.0), np.float32(2.0)
+# wide): tanh is ``ops.fast_tanh``'s, sigmoid uses the exp of ``ops.fast_exp`` and is within 2
+# units in the last place (float32) of the exact values for |v| < 85; below -85 it is the
+# smallest normal float instead of a subnormal.  float64 gates use the library's exp and tanh.
+_ZERO, _ONE = np.float32(0.0), np.float32(1.0)
 
 
 @_jit
@@ -43,14 +44,6 @@ def _sigmoid_f32(v):
     e = scale * (_ONE + q)             # exp(-|v|)
     d = _ONE / (_ONE + e)
     return d if v >= _ZERO else e * d
-
-
-@_jit
-def _tanh_f32(v):
-    scale, q = exp_parts_f32(-_TWO * abs(v))
-    em1 = scale * q + (scale - _ONE)   # expm1(-2|v|)
-    t = -em1 / (_TWO + em1)
-    return t if v >= _ZERO else -t
 
 
 def _sigmoid(v):
@@ -62,17 +55,6 @@ def _sigmoid_impl(v):
     if v == types.float32:
         return lambda v: _sigmoid_f32(v)
     return lambda v: 1.0 / (1.0 + np.exp(-v))
-
-
-def _tanh(v):
-    """tanh(v), in v's float type (see the note on float32 above)."""
-
-
-@overload(_tanh)
-def _tanh_impl(v):
-    if v == types.float32:
-        return lambda v: _tanh_f32(v)
-    return lambda v: np.tanh(v)
 
 
 @_jit

@@ -272,18 +272,32 @@ def _prod(dims):
 def _as_arb(x, axes):
     """View/copy ``x`` as a C-contiguous (A, R, B) array with the ``axes`` flattened into R."""
     shape = x.shape
-    reduced = set(axes)
+    if len(axes) == len(shape):   # every axis (the commonest, a loss): one run
+        return np.ascontiguousarray(x).reshape(1, x.size, 1)
     # Axes of size 1 do not affect the memory layout, so ignore them when asking whether the
-    # reduced axes form one adjacent block.
-    live = [i for i in range(len(shape)) if shape[i] != 1]
-    live_red = [i for i in live if i in reduced]
-    R = _prod(shape[i] for i in axes)
-    if not live_red:  # every reduced axis has size 1
+    # reduced axes form one adjacent block: from the first reduced axis of size > 1 to the last.
+    R = 1
+    first = last = -1
+    for i in axes:
+        R *= shape[i]
+        if shape[i] != 1:
+            if first < 0:
+                first = i
+            last = i
+    if first < 0:  # every reduced axis has size 1
         return np.ascontiguousarray(x).reshape(x.size, 1, 1)
-    first, last = live_red[0], live_red[-1]
-    if all(i in reduced for i in live if first <= i <= last):
-        A = _prod(shape[i] for i in range(first) if i not in reduced)
-        B = _prod(shape[i] for i in range(last + 1, len(shape)))
+    reduced = set(axes)
+    A = B = 1
+    adjacent = True
+    for i, d in enumerate(shape):
+        if i > last:
+            B *= d
+        elif i < first:
+            if i not in reduced:
+                A *= d
+        elif d != 1 and i not in reduced:
+            adjacent = False
+    if adjacent:
         return np.ascontiguousarray(x).reshape(A, R, B)
     kept = [i for i in range(len(shape)) if i not in reduced]
     A = _prod(shape[i] for i in kept)
@@ -291,6 +305,8 @@ def _as_arb(x, axes):
 
 
 def _out_shape(shape, axes, keepdims):
+    if len(axes) == len(shape):
+        return (1,) * len(shape) if keepdims else ()
     if keepdims:
         return tuple(1 if i in axes else d for i, d in enumerate(shape))
     return tuple(d for i, d in enumerate(shape) if i not in axes)

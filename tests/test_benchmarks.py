@@ -221,6 +221,43 @@ def test_smoke_run_of_the_retracing_workload():
     assert "R1  retracing" in report.format_results(results)
 
 
+def test_first_step_child_runs_the_example_s_step():
+    """C2's child with hybridtf: the example's model and decorated step, its first and second
+    calls and the step undecorated (small batch: the figures are C2's, not the test's)."""
+    result = run_child(["hybridtf", "--batch-size", "2", "--conv2-filters", "8",
+                        "--dense-units", "16", "--eager-steps", "1"],
+                       module="benchmarks.first_step_child", timeout=600)
+    assert result["status"] == "ok", result
+    assert result["first_step_s"] > 0 and result["second_step_s"] > 0
+    assert result["eager_step_s"] > 0
+    assert 0.5 < result["first_loss"] < 5.0   # ten classes from random weights: about ln 10
+
+
+def test_first_step_child_binds_the_example_to_the_framework_given():
+    """TensorFlow runs the example with ``tf`` bound to it; hybridtf stays what it was."""
+    import types
+    from benchmarks import first_step_child
+    import hybridtf
+    stand_in = types.SimpleNamespace(keras=types.SimpleNamespace(Model=object))
+    example = first_step_child.load_example(stand_in)
+    assert example.tf is stand_in and example.CNN.__mro__[1] is object
+    assert sys.modules["hybridtf"] is hybridtf
+    example = first_step_child.load_example(hybridtf)
+    assert example.CNN(conv2_filters=8, dense_units=16).dense1.units == 16
+
+
+def test_c2_flags_batch_50_runs_whose_first_losses_disagree():
+    from benchmarks.records import new_variant
+    from benchmarks.workloads import c2_first_step
+    agreeing = new_variant("hybridtf", "function")
+    c2_first_step.check_losses(agreeing, {"cold": 2.302585, "warm": 2.302586,
+                                          "after warmup": 2.302585})
+    assert agreeing["status"] is None and agreeing["agreement"]["ok"]
+    disagreeing = new_variant("hybridtf", "function")
+    c2_first_step.check_losses(disagreeing, {"cold": 2.302585, "warm": 2.31})
+    assert disagreeing["status"] == "mismatch" and "warm run's first loss" in disagreeing["reason"]
+
+
 @pytest.mark.skipif(
     importlib.util.find_spec("mpi4py") is None or d1_data_parallel.mpiexec() is None,
     reason='D1 needs the `distributed` extra (mpi4py, mpiexec): pip install -e ".[distributed]"')

@@ -228,6 +228,38 @@ def test_large_array_with_scalar_uses_the_same_values():
     assert (t ** 2).dtype == tf.float32
 
 
+@pytest.mark.parametrize("size", [3, 5000])   # the ufunc, and the flat loops
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_python_float_operands_on_either_side_and_their_gradients(size, dtype):
+    x = np.linspace(0.5, 2.0, size).astype(dtype)
+    t = tf.constant(x)
+    cases = [(lambda a: a * 1.5, lambda a: a * dtype(1.5), 1.5),
+             (lambda a: 1.5 * a, lambda a: dtype(1.5) * a, 1.5),
+             (lambda a: 2.0 - a, lambda a: dtype(2.0) - a, -1.0),
+             (lambda a: a - 2.0, lambda a: a - dtype(2.0), 1.0),
+             (lambda a: 3.0 / a, lambda a: dtype(3.0) / a, None),
+             (lambda a: a / 3.0, lambda a: a / dtype(3.0), 1 / 3)]
+    for fn, ref, slope in cases:
+        with tf.GradientTape() as tape:
+            tape.watch(t)
+            y = fn(t)
+        assert y.dtype == t.dtype
+        np.testing.assert_array_equal(y.numpy(), ref(x))
+        grad = tape.gradient(y, t).numpy()
+        expected = -3.0 / x.astype(np.float64) ** 2 if slope is None else np.full(size, slope)
+        np.testing.assert_allclose(grad, expected, rtol=2e-3 if dtype == np.float16 else 1e-6)
+
+
+def test_signed_zero_and_nan_python_operands_keep_their_values():
+    t = tf.constant([1.0, -2.0])
+    for _ in range(2):   # converted operands may be reused: each call sees its own value
+        np.testing.assert_array_equal(np.signbit((t * 0.0).numpy()), [False, True])
+        np.testing.assert_array_equal(np.signbit((t * -0.0).numpy()), [True, False])
+        np.testing.assert_array_equal(np.signbit((0.0 - t * 0.0).numpy()), [False, False])
+        assert np.isnan((t + float("nan")).numpy()).all()
+        np.testing.assert_array_equal((t * 3.0).numpy(), [3.0, -6.0])
+
+
 def test_clip_by_value_and_its_gradient():
     x = np.array([-2.0, -0.5, 0.3, 1.7, 3.0])
     np.testing.assert_allclose(tf.clip_by_value(tf.constant(x), -1.0, 1.5).numpy(),

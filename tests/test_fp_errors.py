@@ -100,8 +100,11 @@ def test_a_silencer_that_does_not_silence_is_not_chosen():
 
 def test_the_errstate_fallback_silences_every_kernel_call(monkeypatch):
     fallback = fp_errors.ErrstateSilencer()
-    monkeypatch.setattr(execute, "_quiet", fallback.ignore)
-    monkeypatch.setattr(execute, "_restore", fallback.restore)
+
+    class FallbackQuiet:
+        run = staticmethod(fallback.quiet_run())
+
+    monkeypatch.setattr(execute, "_QUIET", FallbackQuiet())
     monkeypatch.setattr(fp_errors, "ignore", fallback.ignore)
     monkeypatch.setattr(fp_errors, "restore", fallback.restore)
     with warnings.catch_warnings():
@@ -114,3 +117,30 @@ def test_the_errstate_fallback_silences_every_kernel_call(monkeypatch):
         with pytest.raises(FloatingPointError):
             np.divide(np.ones(1), 0.0)
     assert np.geterr() == before
+
+
+def test_quiet_run_silences_in_every_thread_at_once():
+    # Each thread runs its ops in a context of its own (one context cannot be entered twice).
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+    barrier = threading.Barrier(4)
+
+    def work(_):
+        x = tf.ones([8])
+        barrier.wait()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for _ in range(200):
+                assert np.isinf((x / 0.0).numpy()).all()
+                assert np.isnan(tf.math.log(x - 2.0).numpy()).all()
+
+    with ThreadPoolExecutor(4) as pool:
+        for done in [pool.submit(work, i) for i in range(4)]:
+            done.result()   # re-raises a thread's failure
+
+
+def test_quiet_run_leaves_the_callers_settings_alone():
+    with np.errstate(divide="raise"):
+        assert np.isinf(fp_errors.QUIET.run(np.divide, np.ones(1), 0.0)).all()
+        with pytest.raises(FloatingPointError):
+            np.divide(np.ones(1), 0.0)

@@ -320,3 +320,59 @@ def test_higher_order_through_many_ops():
     sech2 = 1 - th ** 2
     expected_d2 = ex * (th + 2 * sech2 - 2 * th * sech2)
     np.testing.assert_allclose(float(d2), expected_d2, rtol=1e-12)
+
+
+# ---- the backward pass computes only what the sources need -------------------------------------
+def _count_kernel_runs(monkeypatch, op):
+    """A list that grows by one each time ``op``'s CPU kernel runs."""
+    kernel = op.kernels["cpu"]
+    runs = []
+    run = kernel.run
+
+    def counted(arrays, attrs):
+        runs.append(op.name)
+        return run(arrays, attrs)
+    monkeypatch.setattr(kernel, "run", counted)
+    return runs
+
+
+@pytest.mark.parametrize("ta, tb", [(False, False), (False, True), (True, False), (True, True)])
+def test_matmul_gradient_computes_no_product_for_a_constant_operand(monkeypatch, ta, tb):
+    from hybridtf.registry import linalg
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(3, 4) if not ta else (4, 3))
+    b = rng.normal(size=(4, 5) if not tb else (5, 4))
+    x, w = tf.constant(a), tf.Variable(b)
+    with tf.GradientTape() as tape:
+        y = tf.reduce_sum(tf.matmul(x, w, transpose_a=ta, transpose_b=tb))
+    runs = _count_kernel_runs(monkeypatch, linalg.MATMUL)
+    grad = tape.gradient(y, w)
+    assert runs == ["matmul"]   # dL/dw only; the constant x gets no product
+    op_a = a.T if ta else a
+    expected = op_a.T @ np.ones((op_a.shape[0], 5))
+    np.testing.assert_allclose(grad.numpy(), expected.T if tb else expected, rtol=1e-12)
+
+
+def test_elementwise_gradient_skips_constant_operands(monkeypatch):
+    from hybridtf.registry import reductions
+    x = tf.constant([[1.0, 2.0], [3.0, 4.0]])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = x * 0.5 + tf.constant([1.0, 2.0])   # the constants' gradients would be sums
+    runs = _count_kernel_runs(monkeypatch, reductions.SUM)
+    np.testing.assert_array_equal(tape.gradient(y, x).numpy(), np.full((2, 2), 0.5))
+    assert runs == []
+
+
+def test_persistent_tape_gives_each_source_its_gradient_whatever_was_asked_before():
+    a, b = tf.constant([[1.0, 2.0]]), tf.constant([[3.0], [4.0]])
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch([a, b])
+        y = tf.matmul(a, b) * tf.reduce_sum(a)
+    ga = tape.gradient(y, a)
+    gb = tape.gradient(y, b)
+    both = tape.gradient(y, [a, b])
+    np.testing.assert_allclose(ga.numpy(), [[3 * 3 + 11, 4 * 3 + 11]])
+    np.testing.assert_allclose(gb.numpy(), [[3.0], [6.0]])
+    np.testing.assert_allclose(both[0].numpy(), ga.numpy())
+    np.testing.assert_allclose(both[1].numpy(), gb.numpy())

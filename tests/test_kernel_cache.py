@@ -104,9 +104,9 @@ def _child_env(cache, **extra):
     return env
 
 
-def _run_child(source_dir, cache, **extra):
+def _run_child(source_dir, cache, child=CHILD, **extra):
     """The child's report; fails the test if the child fails (or crashes)."""
-    done = subprocess.run([sys.executable, "-c", CHILD, str(source_dir)],
+    done = subprocess.run([sys.executable, "-c", child, str(source_dir)],
                           env=_child_env(cache, **extra), capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, (done.returncode, done.stderr[-3000:])
@@ -195,6 +195,20 @@ def test_an_index_of_another_numba_version_is_recompiled_quietly(warm_cache, tmp
     assert report["results"] == EXPECTED and report["warnings"] == []
     assert report["hits"]["add_one"] == 0 and report["hits"]["scale"] > 0
     assert _run_child(source, cache)["hits"]["add_one"] > 0
+
+
+def test_a_changed_kernel_library_compiles_its_kernels_afresh(warm_cache, tmp_path):
+    """A kernel inlines what it calls from other files of the library: when the library
+    changes, its cached code is stale even though its own file did not change."""
+    source, pristine = warm_cache
+    cache = tmp_path / "cache"
+    shutil.copytree(pristine, cache)
+    changed = "import ops.library_digest\nops.library_digest.LIBRARY_DIGEST = 'changed'\n"
+    report = _run_child(source, cache, child=changed + CHILD)
+    assert report["results"] == EXPECTED and report["warnings"] == []
+    assert not any(report["hits"].values()), report["hits"]
+    again = _run_child(source, cache, child=changed + CHILD)   # saved for the new library
+    assert all(hits > 0 for hits in again["hits"].values()), again["hits"]
 
 
 # ---- where the cache is, and who may write it --------------------------------------------------

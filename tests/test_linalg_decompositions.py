@@ -44,7 +44,16 @@ def positive_definite(draw, max_n=4):
     return x @ np.swapaxes(x, -1, -2) + n * np.eye(n)
 
 
+def _dominant_diagonal(n):
+    """(n + 1/2) * I: added to n x n entries in [-1, 1], a strictly diagonally dominant
+    (nonsingular) matrix; 3 * I was not (the 3 x 3 seed [[2, -1, -1], [-1, 2, -1], [-1, -1, 2]]
+    is singular)."""
+    return (n + 0.5) * np.eye(n)
+
+
 def _orthogonal(seed_matrix):
+    """Q of a QR factorization with R's diagonal made positive; ``seed_matrix`` must be
+    nonsingular (a zero on R's diagonal would zero a column of Q)."""
     q, r = np.linalg.qr(seed_matrix)
     return q * np.sign(np.diagonal(r, axis1=-2, axis2=-1))[..., None, :]
 
@@ -54,7 +63,7 @@ def separated_symmetric(draw, max_n=4):
     """Symmetric matrices whose eigenvalues are at least 0.5 apart (eigenvectors well defined)."""
     batch = draw(batches)
     n = draw(st.integers(1, max_n))
-    q = _orthogonal(draw(_entries(batch + (n, n))) + 3 * np.eye(n))
+    q = _orthogonal(draw(_entries(batch + (n, n))) + _dominant_diagonal(n))
     gaps = draw(hnp.arrays(np.float64, batch + (n,), elements=st.floats(0.5, 2)))
     values = np.cumsum(gaps, axis=-1) - draw(st.floats(0, 4))
     return (q * values[..., None, :]) @ np.swapaxes(q, -1, -2)
@@ -66,8 +75,8 @@ def separated_singular(draw, max_side=4):
     batch = draw(batches)
     m, n = draw(st.integers(1, max_side)), draw(st.integers(1, max_side))
     k = min(m, n)
-    u = _orthogonal(draw(_entries(batch + (m, m))) + 3 * np.eye(m))[..., :k]
-    v = _orthogonal(draw(_entries(batch + (n, n))) + 3 * np.eye(n))[..., :k]
+    u = _orthogonal(draw(_entries(batch + (m, m))) + _dominant_diagonal(m))[..., :k]
+    v = _orthogonal(draw(_entries(batch + (n, n))) + _dominant_diagonal(n))[..., :k]
     gaps = draw(hnp.arrays(np.float64, batch + (k,), elements=st.floats(0.5, 2)))
     s = np.cumsum(gaps, axis=-1)[..., ::-1]
     return (u * s[..., None, :]) @ np.swapaxes(v, -1, -2)

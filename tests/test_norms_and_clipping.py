@@ -157,6 +157,9 @@ def test_clip_by_norm_matches_numpy(dtype, case):
 @given(case=clip_case())
 def test_clip_by_norm_gradients(case):
     t, clip, axes = case
+    # where a norm equals clip_norm the function has a kink: no finite difference there
+    norms = np.sqrt((t.astype(np.float64) ** 2).sum(axis=axes and tuple(axes)))
+    assume(np.all(np.abs(norms - clip) > 1e-3))
     check_gradients(lambda a, c: tf.clip_by_norm(a, c, axes=axes),
                     lambda a, c: _np_clip_by_norm(a, c, axes and tuple(axes)),
                     [t, np.float64(clip)])

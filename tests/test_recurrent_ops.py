@@ -109,15 +109,14 @@ def test_float32_gates_stay_accurate_when_saturated(kind, gates, reset_after):
         np.testing.assert_allclose(g.numpy(), w, rtol=1e-5, atol=1e-6)
 
 
-def test_float32_gate_functions_match_numpy_over_the_whole_range():
+def test_float32_sigmoid_matches_numpy_over_the_whole_range():
+    # (the float32 tanh has its own tests: test_kernels_fast_tanh.py)
     from ops import recurrent
     v = np.concatenate([np.linspace(-90, 90, 20001), [0.0, -0.0, 1e-30, -1e-30, 1e-7]])
     v32 = v.astype(np.float32)
     sigmoid = np.array([recurrent._sigmoid_f32(x) for x in v32], np.float64)
-    tanh = np.array([recurrent._tanh_f32(x) for x in v32], np.float64)
     exact = v32.astype(np.float64)
     want_sigmoid = 1 / (1 + np.exp(-exact))
-    np.testing.assert_allclose(tanh, np.tanh(exact), rtol=1e-6, atol=1e-30)
     normal = exact > -85   # below, the float32 result underflows towards 0
     np.testing.assert_allclose(sigmoid[normal], want_sigmoid[normal], rtol=1e-6)
     assert np.all((sigmoid[~normal] >= 0) & (sigmoid[~normal] < 1e-36))

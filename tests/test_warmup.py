@@ -6,6 +6,7 @@ import pytest
 
 from hybridtf import warmup
 from ops import elementwise
+from ops.nn import conv_im2col, conv_shift, conv_winograd3, conv_winograd5
 
 
 def test_warm_up_compiles_the_ufunc_of_every_elementwise_op_for_each_dtype(monkeypatch):
@@ -21,6 +22,23 @@ def test_warm_up_compiles_the_ufunc_of_every_elementwise_op_for_each_dtype(monke
 def test_the_library_tasks_run():
     for _, task in warmup.LIBRARY_TASKS:
         task()
+
+
+def test_the_convolutions_reach_every_algorithm_forward_and_backward(monkeypatch):
+    entries = {conv_im2col: ("forward", "backprop_input", "backprop_filter"),
+               conv_shift: ("forward", "backprop_input", "backprop_filter"),
+               conv_winograd3: ("forward", "backprop_filter"),   # dx: forward, filter turned
+               conv_winograd5: ("forward", "backprop_filter")}
+    reached = set()
+    for module, names in entries.items():
+        for name in names:
+            def noted(*args, _real=getattr(module, name), _key=(module.__name__, name),
+                      **kwargs):
+                reached.add(_key)
+                return _real(*args, **kwargs)
+            monkeypatch.setattr(module, name, noted)
+    warmup._convolutions()
+    assert reached == {(m.__name__, n) for m, names in entries.items() for n in names}
 
 
 def test_the_command_rejects_unknown_dtypes():

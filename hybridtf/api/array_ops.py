@@ -22,7 +22,10 @@ def _shape_list(shape, op_name="shape"):
     or a single int) as a list of Python ints.  Anything else -- floats included, even 2.0, and
     unknown dimensions -- is a TypeError, as in TF."""
     try:
-        dims = [operator.index(shape)]   # one int: a 1-D shape
+        if isinstance(shape, (list, tuple)):   # the commonest, on which operator.index raises
+            dims = checks.integers(op_name, shape, "shape")
+        else:
+            dims = [operator.index(shape)]   # one int: a 1-D shape
     except TypeError:
         try:
             dims = checks.integers(op_name, shape, "shape")

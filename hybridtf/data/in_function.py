@@ -14,6 +14,8 @@ import warnings
 
 import numpy as np
 
+from ops import compile_notice
+
 from hybridtf import compiler
 from hybridtf.api import control_flow_util as util
 from hybridtf.api.tensor_array_ops import TensorArray
@@ -58,7 +60,10 @@ class CompiledPart:
                 view.nodes = list(part.nodes)
                 view.outputs = list(part.outputs)
                 try:
-                    self._run = compiler.compile_graph(view).run
+                    with compile_notice.announce(
+                            f"hybridtf: compiling the {part.name} of a loop over a dataset; "
+                            f"its kernels are cached for the next runs"):
+                        self._run = compiler.compile_graph(view).run
                 except Exception as err:  # noqa: BLE001 - lowering is an optimisation
                     self.compile_error = f"{type(err).__name__}: {err}"
                     warnings.warn(compiler.CompilationWarning(

@@ -24,6 +24,8 @@ class UnconnectedGradients(enum.Enum):
 
 
 def _unconnected_mode(value):
+    if type(value) is UnconnectedGradients:
+        return value
     try:
         return UnconnectedGradients(
             value.value if isinstance(value, UnconnectedGradients) else value)
@@ -32,11 +34,11 @@ def _unconnected_mode(value):
                          "tf.UnconnectedGradients.NONE or .ZERO.") from None
 
 
-def _sum(grads):
-    total = grads[0]
-    for g in grads[1:]:
-        total = M.add(total, g)
-    return total
+def _accumulate(pending, key, grad):
+    """Adds ``grad`` to the gradient collected for the tensor with id ``key`` (summed as the
+    parts arrive, in the order they arrive)."""
+    total = pending.get(key)
+    pending[key] = grad if total is None else M.add(total, grad)
 
 
 def _zeros_like(value):
@@ -44,37 +46,49 @@ def _zeros_like(value):
 
 
 def compute_gradients(tape, targets, sources, output_gradients, unconnected):
-    """Reverse-mode accumulation over ``tape``'s records from ``targets`` to ``sources``."""
+    """Reverse-mode accumulation over ``tape``'s records from ``targets`` to ``sources``.
+
+    Only records on a path from a source take part; each rule is told which of its inputs
+    lie on such a path (``Record.needed``), the only ones whose gradients are wanted.
+    """
     source_ids = {id(s) for s in sources}
     reachable = set(source_ids)
     relevant = []
-    for record in list(tape.records):  # a snapshot: a persistent tape may grow while we work
-        if any(id(x) in reachable for x in record.inputs):
-            relevant.append(record)
-            reachable.update(id(y) for y in record.outputs)
-    pending = {}
+    for record in tape.records[:]:  # a snapshot: a persistent tape may grow while we work
+        for x in record.inputs:
+            if id(x) in reachable:
+                relevant.append(record)
+                for y in record.outputs:
+                    reachable.add(id(y))
+                break
+    pending = {}   # id of a tensor -> its gradient so far
     for target, seed in zip(targets, output_gradients):
         if id(target) not in reachable or not tape_lib.differentiable(target):
             continue
-        if seed is None:
-            seed = A.ones_like(target)
-        pending.setdefault(id(target), []).append(seed)
+        _accumulate(pending, id(target), A.ones_like(target) if seed is None else seed)
     for record in reversed(relevant):
         out_grads = []
+        connected = False
         for y in record.outputs:
-            parts = pending.get(id(y)) if id(y) in source_ids else pending.pop(id(y), None)
-            out_grads.append(None if parts is None else _sum(parts))
-        if all(g is None for g in out_grads):
+            key = id(y)
+            # A source's gradient stays for the result; any other's is complete here.
+            g = pending.get(key) if key in source_ids else pending.pop(key, None)
+            out_grads.append(g)
+            connected = connected or g is not None
+        if not connected:
             continue
+        inputs = record.inputs
+        needed = [id(x) in reachable for x in inputs]
+        record.needed = None if all(needed) else needed
         in_grads = record.grad_fn(record, out_grads)
-        for x, gx in zip(record.inputs, in_grads):
-            if gx is not None and id(x) in reachable:
-                pending.setdefault(id(x), []).append(gx)
+        for x, needs, gx in zip(inputs, needed, in_grads):
+            if needs and gx is not None:
+                _accumulate(pending, id(x), gx)
     results = []
     for source in sources:
-        parts = pending.get(id(source))
-        if parts is not None and tape_lib.differentiable(source):
-            results.append(_sum(parts))
+        grad = pending.get(id(source))
+        if grad is not None and tape_lib.differentiable(source):
+            results.append(grad)
         elif unconnected is UnconnectedGradients.ZERO and tape_lib.differentiable(source):
             results.append(_zeros_like(source))
         else:
@@ -96,7 +110,7 @@ class GradientTape:
         self._tape = None
         self._persistent = persistent
         self._watch_accessed_variables = watch_accessed_variables
-        self._watched_variables = ()
+        self._released_variables = {}   # the watched variables of a released tape, by id
         self._recording = False
 
     def __enter__(self):
@@ -173,20 +187,20 @@ class GradientTape:
 
     def watched_variables(self):
         """The variables watched by this tape, in order of construction."""
-        if self._tape is not None:
-            self._watched_variables = tuple(sorted(self._tape.variables.values(),
-                                                   key=lambda v: v._unique_id))
-        return self._watched_variables
+        variables = self._tape.variables if self._tape is not None else self._released_variables
+        return tuple(sorted(variables.values(), key=lambda v: v._unique_id))
 
     def _release_if_done(self):
         if not self._persistent:
-            self.watched_variables()
+            self._released_variables = self._tape.variables
             self._tape = None
 
     def _flat_targets(self, target):
         if target is None:
             raise TypeError("Argument `target` should be a list or nested structure of Tensors or "
                             "Variables to be differentiated, but received None.")
+        if type(target) is Tensor:   # the commonest target: one tensor
+            return [target]
         flat = []
         for t in nest.flatten(target):
             if getattr(t, "_is_variable", False):
@@ -199,6 +213,8 @@ class GradientTape:
 
     @staticmethod
     def _flat_sources(sources):
+        if type(sources) is Tensor or getattr(sources, "_is_variable", False):
+            return [sources]   # the commonest: one tensor or variable
         flat = nest.flatten(sources)
         for s in flat:
             if not is_tensor(s):
@@ -233,6 +249,8 @@ class GradientTape:
                                      f"its target's shape {t.shape}.")
         grads = compute_gradients(tape, flat_targets, flat_sources, seeds, mode)
         self._release_if_done()
+        if len(grads) == 1 and flat_sources[0] is sources:
+            return grads[0]
         return nest.pack_sequence_as(sources, grads)
 
     def jacobian(self, target, sources, unconnected_gradients=UnconnectedGradients.NONE,

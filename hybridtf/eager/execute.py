@@ -11,6 +11,11 @@ from hybridtf.registry import Spec
 _TAPES = tape_lib.STATE  # per-thread: .active is the list of recording tapes
 _CPU = devices.CPU
 _CPU_TYPES = devices.CPU_TYPES   # exact types of CPU arrays: a set lookup per input
+_NDARRAY = np.ndarray
+# Hot paths make a tensor as ``out = _new_tensor(Tensor); out._value = array``: Tensor(array)
+# without the frame of Tensor.__init__, which costs as much as a small op's checks.
+_new_tensor = Tensor.__new__
+_new_tuple = tuple.__new__   # Spec(shape, dtype) is _new_tuple(Spec, (shape, dtype)) less a frame
 
 
 def execute(op, inputs, attrs):
@@ -36,18 +41,20 @@ def execute(op, inputs, attrs):
             return add_node(graph, op, inputs, attrs)
     if on_cpu:   # the common case, checked per input above at the cost of a set lookup
         backend = _CPU
-        arrays = [np.asarray(t._value) for t in inputs]
+        arrays = [v if type(v := t._value) is _NDARRAY else np.asarray(v) for t in inputs]
     else:
         values = [t._value for t in inputs]
         backend = devices.backend_of_values(op.name, values)
         arrays = [backend.asarray(v) for v in values]
     kernel = op.kernels.get(backend.name) or op.kernel(backend)
-    op.infer([Spec(a.shape, a.dtype) for a in arrays], attrs)
+    op.infer([_new_tuple(Spec, (a.shape, a.dtype)) for a in arrays], attrs)
     if op.check_values is not None:
         op.check_values(arrays, attrs)
     result = kernel.run(arrays, attrs)
     if op.num_outputs == 1:
-        outputs = (Tensor(result),)
+        out = _new_tensor(Tensor)
+        out._value = result
+        outputs = (out,)
     else:
         outputs = tuple(Tensor(r) for r in result)
     if _TAPES.active and op.grad is not None:
@@ -86,11 +93,10 @@ def execute1(op, inputs, attrs):
 # operands are converted inline, the dtype is checked inline, the CPU kernel's ufunc for the
 # dtype is cached on the op, and broadcasting errors (which NumPy detects before running any
 # loop) are turned into the op's InvalidArgumentError by its shape rule.  Operands of another
-# device take the generic path.  The ufuncs run between _quiet() and _restore(token): IEEE
-# results without NumPy's floating-point warnings, as TF (Kernel.run is quiet by itself; see
-# fp_errors for the cost).
-_quiet = fp_errors.ignore
-_restore = fp_errors.restore
+# device take the generic path.  The ufuncs run in _QUIET.run: IEEE results without NumPy's
+# floating-point warnings, as TF (Kernel.run is quiet by itself; see fp_errors for the costs).
+# The flat loops are compiled code, which never warns.
+_QUIET = fp_errors.QUIET
 
 LOOP_MIN_SIZE = 4096  # below this a ufunc call is as fast as a flat loop
 # Dtypes whose elementwise ops have no flat loops, only a ufunc: strings (NumPy's object loops)
@@ -150,21 +156,19 @@ def _fast_kernel(op, dtype):
 
 
 def execute_unary(op, x):
-    xt = x if type(x) is Tensor else as_tensor(x)
+    if type(x) is Tensor and (type(a := x._value) is _NDARRAY or type(a) in _CPU_TYPES):
+        kernel = op.cpu_ufuncs.get(a.dtype) or _fast_kernel(op, a.dtype)
+        out = _new_tensor(Tensor)
+        out._value = _QUIET.run(kernel, a)
+        if _TAPES.active and op.grad is not None:
+            tape_lib.record(op, (x,), (out,), None, op.grad)
+        return out
+    xt = as_tensor(x)
     if type(xt) is not Tensor:
         return add_node(_graph_for(xt), op, (xt,), None)[0]
-    a = xt._value
-    if type(a) not in _CPU_TYPES:
-        return execute(op, (xt,), None)[0]
-    kernel = op.cpu_ufuncs.get(a.dtype) or _fast_kernel(op, a.dtype)
-    token = _quiet()
-    try:
-        out = Tensor(kernel(a))
-    finally:
-        _restore(token)
-    if _TAPES.active and op.grad is not None:
-        tape_lib.record(op, (xt,), (out,), None, op.grad)
-    return out
+    if type(xt._value) in _CPU_TYPES:
+        return execute_unary(op, xt)
+    return execute(op, (xt,), None)[0]
 
 
 def execute_binary(op, x, y):
@@ -174,43 +178,46 @@ def execute_binary(op, x, y):
         ty = type(y)
         if ty is Tensor:
             b = y._value
-        elif ty is float and type(a) in _CPU_TYPES and (dtype := a.dtype).kind == "f":
-            return _tensor_op_python_float(op, x, a, dtype, y)
+        elif (ty is float and (type(a) is _NDARRAY or type(a) in _CPU_TYPES)
+              and (dtype := a.dtype).kind == "f"):
+            return _with_python_float(op, x, a, dtype, y, True)
         else:
             x, y = binary_operands(op.name, x, y)
             if type(y) is not Tensor:
                 return add_node(_graph_for(y), op, (x, y), None)[0]
             b = y._value
+    elif (type(x) is float and type(y) is Tensor and type(b := y._value) in _CPU_TYPES
+          and (dtype := b.dtype).kind == "f"):
+        return _with_python_float(op, y, b, dtype, x, False)
     else:
         x, y = binary_operands(op.name, x, y)
         if type(x) is not Tensor or type(y) is not Tensor:
             return add_node(_graph_for(x if type(x) is not Tensor else y), op, (x, y), None)[0]
         a = x._value
         b = y._value
-    if type(a) not in _CPU_TYPES or type(b) not in _CPU_TYPES:
+    if ((type(a) is not _NDARRAY and type(a) not in _CPU_TYPES)
+            or (type(b) is not _NDARRAY and type(b) not in _CPU_TYPES)):
         return execute(op, (x, y), None)[0]
-    dtype = a.dtype   # (an attribute read costs as much as the device checks above)
+    dtype = a.dtype
     if dtype is not b.dtype:
         op.infer([Spec(a.shape, dtype), Spec(b.shape, b.dtype)], None)  # raises
     ufunc = op.cpu_ufuncs.get(dtype) or _fast_kernel(op, dtype)
     if op.check_values is not None:
         op.check_values((a, b), None)
-    token = _quiet()
     try:  # free unless raised; NumPy checks broadcasting before running any loop
         if (a.size < LOOP_MIN_SIZE and b.size < LOOP_MIN_SIZE) or dtype.char in _UFUNC_ONLY:
-            result = ufunc(a, b)
+            result = _QUIET.run(ufunc, a, b)
         elif b.ndim == 0 and a.flags.c_contiguous:
             result = _array_with_scalar(op, ufunc, a, b[()], "as")
         elif a.ndim == 0 and b.flags.c_contiguous:
             result = _array_with_scalar(op, ufunc, b, a[()], "sa")
         else:
-            result = ufunc(a, b)
+            result = _QUIET.run(ufunc, a, b)
     except ValueError:
         op.infer([Spec(a.shape, a.dtype), Spec(b.shape, b.dtype)], None)  # raises
         raise
-    finally:
-        _restore(token)
-    out = Tensor(result)
+    out = _new_tensor(Tensor)
+    out._value = result
     if _TAPES.active and op.grad is not None:
         tape_lib.record(op, (x, y), (out,), None, op.grad)
     return out
@@ -229,26 +236,46 @@ def _array_with_scalar(op, ufunc, array, scalar, variant):
     return result
 
 
-def _tensor_op_python_float(op, x, a, dtype, y):
-    """``float_tensor <op> python_float``: the commonest eager call (``x * 0.5``, ``x + 1.0``);
-    ``a``: the tensor's CPU array, of ``dtype``.
+def _with_python_float(op, x, a, dtype, value, tensor_first):
+    """``float_tensor <op> python_float`` (``tensor_first``) or the reverse: the commonest eager
+    calls (``x * 0.5``, ``x + 1.0``, ``1.0 - x``); ``a``: the tensor's CPU array, of ``dtype``.
 
-    NumPy converts a Python float to the array's dtype (as TF does) inside the ufunc call,
-    which is cheaper than building a NumPy scalar first.
+    The float is converted to ``dtype``, as TF does (and as NumPy would inside the ufunc call,
+    on every call): a ufunc takes the 0-d array of ``_float_operand`` in half the time.
     """
     ufunc = op.cpu_ufuncs.get(dtype) or _fast_kernel(op, dtype)
-    token = _quiet()
-    try:
-        if a.size < LOOP_MIN_SIZE or not a.flags.c_contiguous or dtype.char in _UFUNC_ONLY:
-            result = ufunc(a, y)
-        else:
-            result = _array_with_scalar(op, ufunc, a, dtype.type(y), "as")
-    finally:
-        _restore(token)
-    out = Tensor(result)
+    scalar = _FLOAT_OPERANDS.get((value, dtype))
+    if scalar is None:
+        scalar = _float_operand(value, dtype)
+    if a.size < LOOP_MIN_SIZE or not a.flags.c_contiguous or dtype.char in _UFUNC_ONLY:
+        result = _QUIET.run(ufunc, a, scalar) if tensor_first else _QUIET.run(ufunc, scalar, a)
+    else:
+        result = _array_with_scalar(op, ufunc, a, scalar[()], "as" if tensor_first else "sa")
+    out = _new_tensor(Tensor)
+    out._value = result
     if _TAPES.active and op.grad is not None:
-        tape_lib.record(op, (x, Tensor(dtype.type(y))), (out,), None, op.grad)
+        constant = Tensor(scalar[()])
+        tape_lib.record(op, (x, constant) if tensor_first else (constant, x), (out,), None,
+                        op.grad)
     return out
+
+
+# Python floats met as operands, by (value, dtype): 0-d arrays of them, never written to.
+# Bounded (cleared when full); zeros are left out (0.0 and -0.0 are equal keys), and so is NaN
+# (never equal to itself, so never found).
+_FLOAT_OPERANDS = {}
+_FLOAT_OPERANDS_MAX = 1024
+
+
+def _float_operand(value, dtype):
+    """``value`` (a Python float) as a 0-d array of the floating ``dtype`` (a float beyond the
+    dtype's range becomes inf, as in TF), kept in _FLOAT_OPERANDS where it may be."""
+    scalar = _QUIET.run(np.array, value, dtype)
+    if value and value == value:
+        if len(_FLOAT_OPERANDS) >= _FLOAT_OPERANDS_MAX:
+            _FLOAT_OPERANDS.clear()
+        _FLOAT_OPERANDS[value, dtype] = scalar
+    return scalar
 
 
 def execute_ternary(op, c, x, y):
@@ -261,11 +288,7 @@ def execute_ternary(op, c, x, y):
             return execute(op, (ct, xt, yt), None)[0]
     arrays = [np.asarray(t._value) for t in (ct, xt, yt)]
     op.infer([Spec(a.shape, a.dtype) for a in arrays], None)
-    token = _quiet()
-    try:
-        out = Tensor(_fast_kernel(op, arrays[1].dtype)(*arrays))
-    finally:
-        _restore(token)
+    out = Tensor(_QUIET.run(_fast_kernel(op, arrays[1].dtype), *arrays))
     if _TAPES.active and op.grad is not None:
         tape_lib.record(op, (ct, xt, yt), (out,), None, op.grad)
     return out

@@ -15,9 +15,14 @@ STATE = context.STATE
 
 
 class Record:
-    """One recorded op: what ran, on which inputs, producing which outputs."""
+    """One recorded op: what ran, on which inputs, producing which outputs.
 
-    __slots__ = ("op", "inputs", "outputs", "attrs", "grad_fn")
+    ``needed`` is set by the backward pass before it calls ``grad_fn``: which inputs it wants
+    gradients for (None: all of them), so that a rule may skip computing the others (a
+    matmul's product for a constant operand); see ``needs``.
+    """
+
+    __slots__ = ("op", "inputs", "outputs", "attrs", "grad_fn", "needed")
 
     def __init__(self, op, inputs, outputs, attrs, grad_fn):
         self.op = op
@@ -25,6 +30,13 @@ class Record:
         self.outputs = outputs
         self.attrs = attrs
         self.grad_fn = grad_fn  # (record, output_grads) -> input grads
+        self.needed = None
+
+    def needs(self, index):
+        """Whether the gradient being computed needs the gradient of input ``index`` (a rule
+        may return None for one that is not needed)."""
+        needed = self.needed
+        return needed is None or needed[index]
 
 
 def differentiable(value):

@@ -24,12 +24,15 @@ def _one(name, cpu_kernel, infer, grad=None, kind="opaque", **kw):
 def resolve_shape(op_name, in_shape, shape):
     """``shape`` with its single -1 resolved against ``in_shape``'s element count."""
     shape = [int(d) for d in shape]
-    if sum(d == -1 for d in shape) > 1:
+    if shape.count(-1) > 1:
         checks.fail(op_name, f"only one dimension of the new shape may be -1, got {shape}.")
-    if any(d < -1 for d in shape):
+    if shape and min(shape) < -1:
         checks.fail(op_name, f"dimensions of the new shape must be >= -1, got {shape}.")
     total = checks.num_elements(in_shape)
-    known = checks.num_elements([d for d in shape if d != -1])   # exact: no int64 overflow
+    known = 1   # exact (Python ints): no int64 overflow
+    for d in shape:
+        if d != -1:
+            known *= d
     if known >= 2**63:
         checks.fail(op_name, f"the new shape {shape} has more elements than int64 can count.")
     if -1 in shape:
@@ -91,9 +94,14 @@ def _broadcast_infer(specs, attrs):
     return [Spec(target, x.dtype)]
 
 
+def _broadcast_to(arrays, attrs):
+    out = np.empty(attrs["shape"], arrays[0].dtype)
+    out[...] = arrays[0]   # a copy with broadcasting (np.broadcast_to's view costs more)
+    return out
+
+
 BROADCAST_TO = _one(
-    "broadcast_to",
-    lambda arrays, attrs: checks.contiguous(np.broadcast_to(arrays[0], tuple(attrs["shape"]))),
+    "broadcast_to", _broadcast_to,
     _broadcast_infer,
     lambda record, grads: (unbroadcast(grads[0], record.inputs[0]),))
 

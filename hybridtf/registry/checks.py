@@ -16,6 +16,9 @@ def fmt_shape(shape):
 
 
 def dtype_name(np_dtype):
+    found = dtypes.NP_TO_DTYPE.get(np_dtype)   # a NumPy dtype: no array needed
+    if found is not None:
+        return found.name
     return dtypes.of_array(np.empty(0, np_dtype)).name if np_dtype != object else "string"
 
 
@@ -24,6 +27,12 @@ def broadcast(op_name, shapes):
 
     A shape of unknown rank (None, while tracing) makes the result unknown too.
     """
+    first = shapes[0]
+    for s in shapes:
+        if s != first:
+            break
+    else:   # equal shapes (the common case) broadcast to themselves
+        return None if first is None else tuple(first)
     if any(s is None for s in shapes):
         return None
     rank = max(len(s) for s in shapes)
@@ -50,6 +59,11 @@ def broadcast(op_name, shapes):
 
 def same_dtype(op_name, specs, names=("x", "y", "z")):
     first = specs[0].dtype
+    for spec in specs:
+        if spec.dtype != first:
+            break
+    else:
+        return first
     for name, spec in zip(names[1:], specs[1:]):
         if spec.dtype != first:
             fail(op_name, f"{names[0]} has dtype {dtype_name(first)} but {name} has dtype "
@@ -88,7 +102,10 @@ def integers(op_name, values, what):
     if hasattr(values, "as_list"):   # a TensorShape (its unknown dimensions are not integers)
         values = values.as_list()
     if isinstance(values, (list, tuple)):
-        return [integer(op_name, v, f"{what}[{i}]") for i, v in enumerate(values)]
+        for v in values:
+            if type(v) is not int:   # anything else is converted (or rejected) one by one
+                return [integer(op_name, v, f"{what}[{i}]") for i, v in enumerate(values)]
+        return list(values)
     array = np.asarray(values) if hasattr(values, "__array__") else None
     if array is None or array.ndim != 1 or (array.dtype.kind not in "iu" and array.size):
         raise TypeError(f"{op_name}: {what} must be a list of integers or a 1-D integer tensor, "
@@ -112,8 +129,12 @@ def axes(op_name, value, rank):
     """
     if value is None:
         return tuple(range(rank))
-    items = np.asarray(value, dtype=object).reshape(-1).tolist() if not np.ndim(value) == 0 \
-        else [value]
+    if type(value) is int:   # the commonest, without NumPy's conversions
+        items = [value]
+    elif np.ndim(value) == 0:
+        items = [value]
+    else:
+        items = np.asarray(value, dtype=object).reshape(-1).tolist()
     normalized = [axis(op_name, v, rank) for v in items]
     if len(set(normalized)) != len(normalized):
         fail(op_name, f"Invalid reduction arguments: Axes contains duplicate dimension "

@@ -129,12 +129,13 @@ def unbroadcast(grad, x):
 
 
 def _binary_grad(fx, fy):
-    """A gradient rule from the per-operand partials, summing over broadcast dimensions."""
+    """A gradient rule from the per-operand partials, summing over broadcast dimensions; only
+    for the operands the gradient needs (not for ``x * 0.5``'s constant)."""
     def grad(record, grads):
         g, = grads
         x, y = record.inputs
-        gx = unbroadcast(fx(g, x, y, record.outputs[0]), x) if fx else None
-        gy = unbroadcast(fy(g, x, y, record.outputs[0]), y) if fy else None
+        gx = unbroadcast(fx(g, x, y, record.outputs[0]), x) if fx and record.needs(0) else None
+        gy = unbroadcast(fy(g, x, y, record.outputs[0]), y) if fy and record.needs(1) else None
         return gx, gy
     return grad
 

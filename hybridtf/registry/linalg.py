@@ -42,25 +42,35 @@ def _shared_matrix_grad(g, a, tb):
     return M.matmul(_as_rows(a), _as_rows(g), transpose_a=True)
 
 
+def _grad_a(g, b, ta, tb):
+    """The gradient of a in op(a) @ op(b), before summing over broadcast batch dimensions."""
+    if not ta:
+        return M.matmul(g, b, transpose_b=not tb)
+    return M.matmul(b, g, transpose_a=tb, transpose_b=True)
+
+
+def _grad_b(g, a, ta, tb):
+    """The gradient of b in op(a) @ op(b), before summing over broadcast batch dimensions."""
+    if not tb:
+        return M.matmul(a, g, transpose_a=not ta)
+    return M.matmul(g, a, transpose_a=True, transpose_b=ta)
+
+
 def _grad(record, grads):
+    # Only the products the gradient needs: no matmul for a constant operand.
     g, = grads
     a, b = record.inputs
     ta, tb = record.attrs["transpose_a"], record.attrs["transpose_b"]
     a_shape, b_shape, g_shape = a._shape_tuple, b._shape_tuple, g._shape_tuple
-    if (not ta and b_shape is not None and len(b_shape) == 2 and a_shape is not None
-            and len(a_shape) > 2 and a_shape[-1] and g_shape is not None and g_shape[-1]):
-        ga = M.matmul(g, b) if tb else M.matmul(g, b, transpose_b=True)
-        return ga, _shared_matrix_grad(g, a, tb)
-    if not ta and not tb:
-        ga, gb = M.matmul(g, b, transpose_b=True), M.matmul(a, g, transpose_a=True)
-    elif not ta and tb:
-        ga, gb = M.matmul(g, b), M.matmul(g, a, transpose_a=True)
-    elif ta and not tb:
-        ga, gb = M.matmul(b, g, transpose_b=True), M.matmul(a, g)
-    else:
-        ga, gb = (M.matmul(b, g, transpose_a=True, transpose_b=True),
-                  M.matmul(g, a, transpose_a=True, transpose_b=True))
-    return unbroadcast(ga, a), unbroadcast(gb, b)
+    shared = (not ta and b_shape is not None and len(b_shape) == 2 and a_shape is not None
+              and len(a_shape) > 2 and a_shape[-1] and g_shape is not None and g_shape[-1])
+    ga = gb = None
+    if record.needs(0):
+        ga = _grad_a(g, b, ta, tb)
+        ga = ga if shared else unbroadcast(ga, a)   # shared: ga has a's shape already
+    if record.needs(1):
+        gb = _shared_matrix_grad(g, a, tb) if shared else unbroadcast(_grad_b(g, a, ta, tb), b)
+    return ga, gb
 
 
 def _transposes(attrs):

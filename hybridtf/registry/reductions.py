@@ -40,10 +40,13 @@ def _kept_shape(x, attrs):
 
 def _unreduce(value, x, attrs):
     """A reduction's output (or its gradient) broadcast back to the shape of its input x."""
-    axes, kept = _kept_shape(x, attrs)
-    if None in x._shape_tuple:
+    shape = x._shape_tuple
+    if None in shape:
+        axes, _ = _kept_shape(x, attrs)
         return A.unreduce(value, x, axes, attrs["keepdims"])
-    return A.broadcast_to(A.reshape(value, kept), x.shape)
+    if value._shape_tuple != ():   # a scalar broadcasts to any shape as it is
+        value = A.reshape(value, _kept_shape(x, attrs)[1])
+    return A.broadcast_to(value, shape)
 
 
 def _sum_grad(record, grads):
