@@ -5,7 +5,8 @@ compiled in its kernel cache (``HYBRIDTF_CACHE_DIR``), so only a fresh cache pay
 steps of the first program after an install wait for the kernels they use. This command pays
 that once, up front, for the common dtypes: the elementwise kernels of every elementwise op, and
 the matrix products, convolutions (each algorithm), pooling, softmax and cross-entropy,
-reductions, shape and index ops, random ops and optimizer updates, forward and backward.
+reductions, shape and index ops, random ops and optimizer updates, forward and backward, and the
+loops the kernel threads wait in.
 
     python -m hybridtf.warmup [--dtypes float32,int32,int64,bool] [--quiet]
 
@@ -24,7 +25,7 @@ from hybridtf.api import array_ops, math_ops, nn_ops, random_ops, sort_ops
 from hybridtf.eager.backprop import GradientTape
 from hybridtf.framework.constant_op import constant
 from hybridtf.framework.variables import Variable
-from ops import compile_notice, elementwise
+from ops import compile_notice, elementwise, threads
 
 DEFAULT_DTYPES = ("float32", "int32", "int64", "bool")
 
@@ -146,7 +147,8 @@ def _optimizers():
         optimizer.apply_gradients([(constant(np.full((3, 2), 0.5, np.float32)), variable)])
 
 
-LIBRARY_TASKS = (("convolutions", _convolutions), ("pooling", _pooling),
+LIBRARY_TASKS = (("kernel threads", threads.prepare), ("convolutions", _convolutions),
+                 ("pooling", _pooling),
                  ("matrix products", _products), ("softmax and cross-entropy", _logits),
                  ("reductions", _reductions), ("shape and index ops", _shapes_and_indices),
                  ("random ops", _random), ("optimizer updates", _optimizers))

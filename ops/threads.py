@@ -224,6 +224,12 @@ def _looks_per_wait():
     return _looks
 
 
+def prepare():
+    """Compiles (or loads from the cache) the loops the pool's threads wait in, which its first
+    split would otherwise compile (``python -m hybridtf.warmup`` calls this)."""
+    _looks_per_wait()
+
+
 class _Pool:
     """``size`` threads, each running the parts posted to it in turn."""
 

@@ -5,7 +5,7 @@ import sys
 import pytest
 
 from hybridtf import warmup
-from ops import elementwise
+from ops import elementwise, threads
 from ops.nn import conv_im2col, conv_shift, conv_winograd3, conv_winograd5
 
 
@@ -22,6 +22,16 @@ def test_warm_up_compiles_the_ufunc_of_every_elementwise_op_for_each_dtype(monke
 def test_the_library_tasks_run():
     for _, task in warmup.LIBRARY_TASKS:
         task()
+
+
+def test_the_kernel_threads_waiting_loops_are_compiled(monkeypatch):
+    # a program's first split would compile them otherwise (0.2-0.5 s of its first step)
+    monkeypatch.setattr(threads, "_looks", None)
+    tasks = dict(warmup.LIBRARY_TASKS)
+    tasks["kernel threads"]()
+    if hasattr(threads._spin_while_equal, "signatures"):   # Numba kernels (not the fallback)
+        assert threads._spin_while_equal.signatures and threads._finish_and_wait.signatures
+    assert threads._looks is not None
 
 
 def test_the_convolutions_reach_every_algorithm_forward_and_backward(monkeypatch):
