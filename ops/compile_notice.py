@@ -22,6 +22,8 @@ any progress bar.  ``set_enabled(False)``, ``HYBRIDTF_COMPILE_NOTICES=0`` in the
 ``logging.getLogger("hybridtf").setLevel(logging.WARNING)`` silences it.
 """
 import contextlib
+import heapq
+import itertools
 import logging
 import os
 import sys
@@ -85,14 +87,8 @@ class _Notice:
         self.started = time.perf_counter()
         if self.started - state.last_end > THRESHOLD_S:   # a new wait
             state.spent, state.told = 0.0, False
-        self.timer = None
         if not state.told:
-            self.timer = threading.Timer(max(THRESHOLD_S - state.spent, 0.0), self._tell)
-            self.timer.daemon = True
-            try:
-                self.timer.start()
-            except RuntimeError:   # the interpreter is exiting and starts no threads
-                self.timer = None
+            _WATCHER.add(max(THRESHOLD_S - state.spent, 0.0), self)
         state.notice = self
 
     def _tell(self):
@@ -105,12 +101,55 @@ class _Notice:
     def stop(self):
         with _TOLD:
             self.stopped = True
-        if self.timer is not None:
-            self.timer.cancel()
         state = self.state
         state.last_end = time.perf_counter()
         state.spent += state.last_end - self.started
         state.notice = None
+
+
+class _Watcher:
+    """One thread that tells each notice whose wait has passed its delay (a timer thread per
+    compile would cost about 0.1 ms to start, more than a quick compile: a loop that retraces
+    loads a module from the cache at every call).  A stopped notice stays queued until its
+    time and is then skipped."""
+
+    def __init__(self):
+        self.condition = threading.Condition()
+        self.queue = []        # heap of (when, number, notice)
+        self.numbers = itertools.count()
+        self.thread = None
+
+    def add(self, delay, notice):
+        with self.condition:
+            heapq.heappush(self.queue, (time.monotonic() + delay, next(self.numbers), notice))
+            if self.thread is None:
+                thread = threading.Thread(target=self._run, name="hybridtf-compile-notice",
+                                          daemon=True)
+                try:
+                    thread.start()
+                except RuntimeError:   # the interpreter is exiting and starts no threads
+                    return
+                self.thread = thread
+            self.condition.notify()
+
+    def _run(self):
+        while True:
+            with self.condition:
+                if not self.queue:
+                    self.condition.wait()
+                    continue
+                when, _, notice = self.queue[0]
+                now = time.monotonic()
+                if now < when:
+                    self.condition.wait(when - now)
+                    continue
+                heapq.heappop(self.queue)
+            notice._tell()
+
+
+_WATCHER = _Watcher()
+# a forked child has none of the parent's threads: it starts a watcher of its own
+os.register_at_fork(after_in_child=lambda: globals().__setitem__("_WATCHER", _Watcher()))
 
 
 def _quiet(state):
