@@ -108,6 +108,19 @@ def _output_grad(d_out, s, carry, keep, zero_output, into):
 
 
 @_jit
+def _backward_step(s, steps, backwards, mask, lo, keep, d_out, carry, zero_output, dh_part):
+    """The start of step s of a backward recurrence over rows lo.. (as many as ``keep``): which
+    rows ran it (into ``keep``), the gradient reaching its output added to ``dh_part``; returns
+    its time index."""
+    t = _time_index(s, steps, backwards)
+    rows = keep.shape[0]
+    for r in range(rows):
+        keep[r] = mask[lo + r, t]
+    _output_grad(d_out[lo:lo + rows], s, carry, keep, zero_output, dh_part)
+    return t
+
+
+@_jit
 def _previous_states(h0, hs, backwards):
     """The state each step read (h0, then the state after the step before), placed at the
     step's time index: [batch, time, units]."""
@@ -188,10 +201,8 @@ def _simple_rnn_backward_rows(rk_t, mask, states, d_out, backwards, zero_output,
     keep = np.empty(rows, np.bool_)
     dh_part = dh[lo:hi]
     for s in range(steps - 1, -1, -1):
-        t = _time_index(s, steps, backwards)
-        for r in range(rows):
-            keep[r] = mask[lo + r, t]
-        _output_grad(d_out[lo:hi], s, carry, keep, zero_output, dh_part)
+        t = _backward_step(s, steps, backwards, mask, lo, keep, d_out, carry, zero_output,
+                           dh_part)
         for r in range(rows):
             b = lo + r
             for j in range(units):
@@ -306,10 +317,8 @@ def _lstm_backward_rows(c0, rk_t, mask, cs, gates, d_out, backwards, zero_output
     back_flat = back.reshape(back.size)
     dh_part = dh[lo:hi]
     for s in range(steps - 1, -1, -1):
-        t = _time_index(s, steps, backwards)
-        for r in range(rows):
-            keep[r] = mask[lo + r, t]
-        _output_grad(d_out[lo:hi], s, carry, keep, zero_output, dh_part)
+        t = _backward_step(s, steps, backwards, mask, lo, keep, d_out, carry, zero_output,
+                           dh_part)
         for r in range(rows):
             b = lo + r
             dzb = dz[r]
@@ -454,10 +463,8 @@ def _gru_backward_rows(rk_zr_t, rk_h_t, mask, hs, gates, cand, prev, d_out, back
     keep = np.empty(rows, np.bool_)
     dh_part = dh[lo:hi]
     for s in range(steps - 1, -1, -1):
-        t = _time_index(s, steps, backwards)
-        for r in range(rows):
-            keep[r] = mask[lo + r, t]
-        _output_grad(d_out[lo:hi], s, carry, keep, zero_output, dh_part)
+        t = _backward_step(s, steps, backwards, mask, lo, keep, d_out, carry, zero_output,
+                           dh_part)
         if not reset_after:
             # the candidate's pre-activation reaches r * h_prev through rk_h
             for r in range(rows):
