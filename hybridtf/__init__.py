@@ -3,6 +3,8 @@
 ``import hybridtf as tf`` and write TF 2 code: eager ops run on Numba kernels, and
 ``tf.GradientTape`` differentiates them.
 """
+import logging as _logging
+
 from hybridtf.api import operators as _operators  # noqa: F401  (attaches Tensor operators)
 from hybridtf import autodiff, dtypes, errors, linalg, math, nn, random  # noqa: F401
 from hybridtf.api.array_ops import (  # noqa: F401
@@ -65,3 +67,10 @@ __version__ = "0.1.0"
 def executing_eagerly():
     """True when ops run immediately; False while a function is being traced."""
     return _context.current_graph() is None
+
+
+def get_logger():
+    """tf.get_logger: the ``logging.Logger`` hybridtf writes its records to (named "hybridtf";
+    compile notices are INFO records of its child "hybridtf.compile").  Set its level or add
+    handlers to control what is shown."""
+    return _logging.getLogger("hybridtf")

@@ -91,6 +91,18 @@ def test_the_line_is_an_info_record_of_the_hybridtf_compile_logger(logged, monke
         ("hybridtf.compile", logging.INFO, "hybridtf: compiling tf.function 'logged_fake'")]
 
 
+def test_tf_get_logger_is_the_parent_of_the_notices_logger():
+    logger = tf.get_logger()
+    assert isinstance(logger, logging.Logger) and logger.name == "hybridtf"
+    assert compile_notice.LOGGER.parent is logger
+    saved = logger.level
+    logger.setLevel(logging.WARNING)   # what a user silencing it does
+    try:
+        assert not compile_notice.LOGGER.isEnabledFor(logging.INFO)
+    finally:
+        logger.setLevel(saved)
+
+
 def test_many_quick_compiles_in_a_row_are_one_wait_announced_once(said, monkeypatch):
     monkeypatch.setattr(compile_notice, "THRESHOLD_S", 0.2)
     for i in range(8):   # 8 x 0.1 s, each under the threshold, together past it
