@@ -49,6 +49,7 @@ NOT_OPS = {
     "tf.cond", "tf.while_loop", "tf.py_function",   # run user callables
     "tf.function", "tf.custom_gradient",              # decorators
     "tf.executing_eagerly",                           # differs inside a function by definition
+    "tf.get_logger",                                  # returns the logging.Logger
     "tf.random.set_seed",                             # global state
     "tf.io.read_file", "tf.io.write_file",            # touch files (tf.io.gfile: a module)
 }
