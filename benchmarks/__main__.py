@@ -9,6 +9,7 @@ from benchmarks import frameworks
 
 WORKLOAD_IDS = ("W0", "W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "E1", "K1", "K2", "D0",
                 "C1", "C2", "M1", "R1", "D1")
+GPU_WORKLOAD_IDS = ("W1", "W2", "W3", "W4", "W5", "W6")
 
 DEFAULT_RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
@@ -24,7 +25,12 @@ def parse_args(argv):
     speed.add_argument("--smoke", action="store_true",
                        help="every code path once, figures meaningless (what the tests run)")
     parser.add_argument("--only", metavar="IDS",
-                        help=f"comma-separated workloads, e.g. W1,W3 (of {','.join(WORKLOAD_IDS)})")
+                        help=f"comma-separated workloads, e.g. W1,W3 (of {','.join(WORKLOAD_IDS)}; "
+                             f"with --device gpu, of {','.join(GPU_WORKLOAD_IDS)})")
+    parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
+                        help="cpu (default): every workload on the CPU; gpu: the GPU variants of "
+                             "W1-W6 (hybridtf, JAX and PyTorch on the GPU, each where it has "
+                             "one); without a GPU it says so and runs nothing")
     parser.add_argument("--frameworks", metavar="NAMES",
                         help=f"comma-separated frameworks to run (of "
                              f"{','.join(frameworks.FRAMEWORKS)}); default: all installed")
@@ -55,12 +61,27 @@ def main(argv=None):
         except ValueError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
+    if args.device == "gpu":
+        frameworks.use_device("gpu")   # before any framework loads
+        from benchmarks import devices
+        allowed = _split(args.frameworks)
+        candidates = [f for f in devices.GPU_FRAMEWORKS if allowed is None or f in allowed]
+        if not candidates:
+            print(f"error: --device gpu runs {', '.join(devices.GPU_FRAMEWORKS)}; --frameworks "
+                  "selected none of them", file=sys.stderr)
+            return 2
+        without = devices.gpu_frameworks_without_gpu(allowed)
+        if len(without) == len(candidates):
+            print("No GPU found, so the GPU variants (--device gpu) were not run: "
+                  + "; ".join(without.values()) + ".")
+            return 0
     from benchmarks import report
     from benchmarks.suite import run_suite
     try:
         results = run_suite(only=_split(args.only), profile=profile,
                             frameworks_allowed=_split(args.frameworks),
-                            log=None if args.quiet else _progress, load=args.load)
+                            log=None if args.quiet else _progress, load=args.load,
+                            device=args.device)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from benchmarks.devices import CPU, placement, tf_placement
 from benchmarks.frameworks import decorate
 
 LEARNING_RATE = 1e-3
@@ -85,9 +86,10 @@ def jax_adam_apply(jnp, params, grads, m, v, powers):
     return params, m, v, (b1p, b2p)
 
 
-def jax_train_step(jax, loss_fn, initial_params, batch):
+def jax_train_step(jax, loss_fn, initial_params, batch, device=CPU):
     """A jitted JAX train step of ``loss_fn(params, x, y)`` with this Adam, from NumPy
-    ``initial_params`` on the NumPy ``batch``: (step() -> the loss, read_params() -> params)."""
+    ``initial_params`` on the NumPy ``batch``, on ``device``: (step() -> the loss,
+    read_params() -> params)."""
     jnp = jax.numpy
 
     def train_step(params, m, v, powers, x, y):
@@ -95,8 +97,11 @@ def jax_train_step(jax, loss_fn, initial_params, batch):
         return (*jax_adam_apply(jnp, params, grads, m, v, powers), loss)
 
     jitted = jax.jit(train_step, donate_argnums=(0, 1, 2))
-    state = [tuple(jnp.asarray(p) for p in initial_params), *jax_adam_init(jnp, initial_params)]
-    x, y = (jnp.asarray(a) for a in batch)
+    place = placement("jax", jax, device)
+    with place.scope():
+        state = [tuple(place.put(p) for p in initial_params),
+                 *jax_adam_init(jnp, initial_params)]
+        x, y = (place.put(a) for a in batch)
 
     def step():
         *state[:], loss = jitted(*state, x, y)
@@ -104,15 +109,17 @@ def jax_train_step(jax, loss_fn, initial_params, batch):
     return step, lambda: state[0]
 
 
-def tf_train_step(tf, make_train_step, initial_params, batch, decorated):
+def tf_train_step(tf, make_train_step, initial_params, batch, decorated, device=CPU):
     """A TensorFlow or hybridtf train step ``make_train_step(tf, params, optimizer)(x, y)``
-    with this Adam, eager or decorated, from NumPy ``initial_params`` on the NumPy ``batch``:
-    (step() -> the loss, the variables)."""
-    params = [tf.Variable(p) for p in initial_params]
-    optimizer = TFStyleAdam(tf, initial_params)
+    with this Adam, eager or decorated, from NumPy ``initial_params`` on the NumPy ``batch``,
+    with the variables and the batch on ``device``: (step() -> the loss, the variables)."""
+    place = tf_placement(tf, device)
+    with place.scope():
+        params = [tf.Variable(p) for p in initial_params]
+        optimizer = TFStyleAdam(tf, initial_params)
+        x, y = [tf.constant(a) for a in batch]
     train_step = decorate(tf, make_train_step(tf, params, optimizer), decorated)
-    x, y = (tf.constant(a) for a in batch)
-    return lambda: train_step(x, y), params
+    return place.timed(lambda: train_step(x, y)), params
 
 
 class TorchAdam:

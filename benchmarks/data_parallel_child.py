@@ -34,9 +34,9 @@ class _Hybridtf:
     """hybridtf with hybridtf.distribute.mpi."""
 
     def __init__(self, model):
-        import hybridtf as tf
+        from benchmarks import adam, frameworks
+        tf = frameworks.load("hybridtf")   # on the CPU, as every workload but the GPU variants
         import hybridtf.distribute.mpi as hvd
-        from benchmarks import adam
         tf.config.threading.set_intra_op_parallelism_threads(1)
         hvd.init()
         self.tf, self.hvd = tf, hvd

@@ -53,12 +53,28 @@ def key(framework, mode):
 
 
 _loaded = {}
+_device = "cpu"   # where the frameworks loaded from now on run the workloads (use_device)
+
+
+def use_device(device):
+    """Sets where the frameworks loaded from now on run the workloads, "cpu" or "gpu", and
+    returns the previous setting; set before the frameworks load. For "cpu", hybridtf and
+    TensorFlow see no GPU (they would place ops there by default) and JAX runs on its CPU
+    backend; for "gpu", the workloads place their arrays (``benchmarks.devices``)."""
+    global _device
+    previous, _device = _device, device
+    return previous
 
 
 def _prepare_environment():
     # Keep peers' start-up chatter off the table; set before their first import.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    if _device == "cpu":
+        os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    else:
+        # JAX, PyTorch and hybridtf share the GPU: JAX takes memory as it needs it rather
+        # than 75% of the GPU's at its start.
+        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     # The workloads time compiled steps: a traced function compiles on its first call (by
     # default hybridtf runs it on the interpreter while compiling in the background; C1, which
     # times the first result, sets this to "0").
@@ -96,8 +112,18 @@ def load(name):
             error = Unavailable(f"{name} does not import: {type(exc).__name__}: {exc}")
         _loaded[name] = error
         raise error from exc
+    if _device == "cpu":
+        _hide_gpus(name, module)
     _loaded[name] = module
     return module
+
+
+def _hide_gpus(name, module):
+    """CPU figures stay CPU figures on a machine with a GPU."""
+    if name == "hybridtf":
+        module.config.set_visible_devices(module.config.list_physical_devices("CPU"))
+    elif name == "tensorflow":
+        module.config.set_visible_devices([], "GPU")
 
 
 # Distributions that provide each framework, for versions of frameworks this run did not import.

@@ -5,11 +5,13 @@ from benchmarks.frameworks import Missing, Unavailable, key, label
 
 
 NOT_SELECTED = "not selected (--frameworks)"
+UNTIMED = "the CPU reference the GPU variants are checked against; not timed"
 
 
 def new_variant(framework, mode):
     """A variant's record: status is ``ok``, ``skipped`` (peer not here), ``missing`` (hybridtf
-    feature not written yet), ``error`` (it raised) or ``mismatch`` (wrong result)."""
+    feature not written yet), ``error`` (it raised), ``mismatch`` (wrong result) or
+    ``untimed`` (a reference that is only checked against)."""
     return {"framework": framework, "mode": mode, "key": key(framework, mode),
             "label": label(framework, mode), "status": None, "reason": None,
             "agreement": None, "metrics": {}}

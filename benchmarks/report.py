@@ -43,6 +43,8 @@ METRIC_FORMATS = {
     "w4_images_s_2": ("W4 n=2", "rate"),
     "w4_efficiency": ("W4 eff.", "fraction"),
     "w4_images_s_2_alone": ("W4 n=2 no all-red.", "rate"),
+    "bandwidth_bytes_s": ("bandwidth", "bandwidth"),
+    "bandwidth_share": ("of peak", "fraction"),
 }
 
 
@@ -66,6 +68,8 @@ def format_value(value, kind):
         return f"{value:.0f}"
     if kind == "rate":
         return f"{value:.0f} img/s"
+    if kind == "bandwidth":
+        return f"{value / 1e9:.3g} GB/s"
     if kind == "fraction":
         return f"{value:.1%}"
     if kind == "ratio":
@@ -103,6 +107,7 @@ def _variant_rows(workload):
     """Rows of the per-workload table, and the lines for variants that were not measured."""
     rows, notes = [], []
     metrics = workload["metrics"]
+    further = [m for m in metrics if m != "time_s"]   # a timed workload's columns after time
     for variant in workload["variants"]:
         if variant["status"] == "skipped" and variant["reason"] == NOT_SELECTED:
             continue  # the user asked for this; the summary says it once
@@ -114,7 +119,9 @@ def _variant_rows(workload):
             timing = variant["metrics"]["time_s"]
             rows.append([variant["label"], format_time(timing["median"]),
                          f"{format_time(timing['min'])} - {format_time(timing['max'])}",
-                         f"{len(timing['samples'])}x{timing['number']}", _check_text(variant)])
+                         f"{len(timing['samples'])}x{timing['number']}"]
+                        + [_metric_text(variant, metric) for metric in further]
+                        + [_check_text(variant)])
         else:
             cells = [variant["label"]]
             for metric in metrics:
@@ -123,10 +130,38 @@ def _variant_rows(workload):
                                           METRIC_FORMATS[metric][1]))
             rows.append(cells + [_check_text(variant)])
     if workload["kind"] == "time":
-        header = ["variant", "median", "min - max", "samples", "check"]
+        header = (["variant", "median", "min - max", "samples"]
+                  + [METRIC_FORMATS[m][0] for m in further] + ["check"])
     else:
         header = ["variant"] + [METRIC_FORMATS[m][0] for m in metrics] + ["check"]
     return rows, header, notes
+
+
+def _metric_text(variant, metric):
+    """A further metric of a timed variant (W1's bandwidth on the GPU); "unknown" where the
+    run could not compute it (the share of an unknown peak)."""
+    value = variant["metrics"].get(metric)
+    return "unknown" if value is None else format_value(value["median"],
+                                                        METRIC_FORMATS[metric][1])
+
+
+def _device_lines(meta):
+    """What the GPU variants ran on (nothing for a CPU run)."""
+    gpu = meta.get("gpu")
+    if gpu is None:
+        return []
+    if gpu.get("name") is None:
+        return [f"device: GPU variants; Numba's GPU: none ({gpu.get('peak_unknown')})"]
+    capability = ".".join(str(part) for part in gpu.get("compute_capability") or ())
+    peak = gpu.get("peak_bandwidth_bytes_s")
+    if peak:
+        bandwidth = (f"peak memory bandwidth {peak / 1e9:.4g} GB/s (memory clock "
+                     f"{gpu['memory_clock_khz'] / 1e3:.0f} MHz, {gpu['memory_bus_bits']}-bit "
+                     f"bus, double data rate)")
+    else:
+        bandwidth = f"peak memory bandwidth unknown ({gpu.get('peak_unknown')})"
+    return [f"device: GPU variants on {gpu['name']} (compute capability {capability}), "
+            f"{bandwidth}"]
 
 
 def _ratio_lines(workload):
@@ -165,7 +200,8 @@ def format_results(results):
              f"versions: {versions}",
              _blas_line(meta.get("blas") or {}),
              f"timing-loop overhead per call: {format_time(meta['harness_overhead_s'])} "
-             f"(included in every figure); suite wall time {meta['wall_s']:.0f} s", ""]
+             f"(included in every figure); suite wall time {meta['wall_s']:.0f} s",
+             *_device_lines(meta), ""]
     if meta.get("load"):
         lines[-1:-1] = [f"loaded: {meta['load']} busy process(es) kept a core each busy "
                         "while the workloads ran (--load)"]

@@ -5,12 +5,12 @@ import platform
 import sys
 import time
 
-from benchmarks import frameworks, profiles
+from benchmarks import devices, frameworks, profiles
 from benchmarks.agreement import compare
 from benchmarks.harness import harness_overhead, per_unit, time_alternating
 from benchmarks.machine_load import BusyProcesses, LoadMonitor
-from benchmarks.records import NOT_SELECTED, new_variant, record_failure, selected
-from benchmarks.workloads import WORKLOADS
+from benchmarks.records import NOT_SELECTED, UNTIMED, new_variant, record_failure, selected
+from benchmarks.workloads import GPU_WORKLOADS, WORKLOADS
 
 
 def _log_to_stderr(message):
@@ -47,6 +47,9 @@ def run_timed(workload, profile, allowed, log):
                                    f"{entry['agreement']['worst']} (tolerance "
                                    f"{entry['agreement'].get('tolerance', 0):.3g})")
                 continue
+        if not impl.timed:
+            entry["status"], entry["reason"] = "untimed", UNTIMED
+            continue
         prepared[entry["key"]] = built
     if prepared:
         log(f"  {workload.id}: timing {len(prepared)} variants in {profile.rounds} rounds")
@@ -81,6 +84,15 @@ def ratios(workload_result):
     return out
 
 
+def add_bandwidth(variants, bytes_moved, peak_bytes_s):
+    """The memory bandwidth each timed variant achieved moving ``bytes_moved`` per call, and
+    its share of the GPU's peak (``peak_bytes_s``; None: unknown, the share is left out)."""
+    for entry in variants:
+        if entry["status"] == "ok":
+            entry["metrics"].update(devices.bandwidth_metrics(
+                entry["metrics"]["time_s"], bytes_moved, peak_bytes_s))
+
+
 def metadata(profile, allowed):
     info = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
             "python": sys.version.split()[0], "platform": platform.platform(),
@@ -93,14 +105,26 @@ def metadata(profile, allowed):
     return info
 
 
-def run_suite(only=None, profile="full", frameworks_allowed=None, log=_log_to_stderr, load=0):
+def run_suite(only=None, profile="full", frameworks_allowed=None, log=_log_to_stderr, load=0,
+              device=devices.CPU):
     """Run workloads (ids in ``only``, default all) and return the results as a dict.
 
     ``frameworks_allowed`` restricts the frameworks (names from ``frameworks.FRAMEWORKS``);
     ``log`` receives progress lines (``None`` for silence); ``load``: processes that keep a core
-    busy each while the workloads run (``machine_load.BusyProcesses``).
+    busy each while the workloads run (``machine_load.BusyProcesses``); ``device``: "cpu", or
+    "gpu" for the GPU variants of W1-W6 (``workloads.GPU_WORKLOADS``; a framework without a GPU
+    has its variants skipped).
     """
-    profile = profiles.get(profile)
+    if device not in devices.DEVICES:
+        raise ValueError(f"unknown device {device!r}; expected one of {list(devices.DEVICES)}")
+    previous = frameworks.use_device(device)
+    try:
+        return _run_suite(only, profiles.get(profile), frameworks_allowed, log, load, device)
+    finally:
+        frameworks.use_device(previous)
+
+
+def _run_suite(only, profile, frameworks_allowed, log, load, device):
     started = time.perf_counter()
     if log is None:
         def log(message):
@@ -108,10 +132,13 @@ def run_suite(only=None, profile="full", frameworks_allowed=None, log=_log_to_st
     else:
         def log(message, _emit=log):
             _emit(f"[{time.perf_counter() - started:6.1f} s] {message}")
-    ids = list(WORKLOADS) if not only else [i.upper() for i in only]
-    unknown = [i for i in ids if i not in WORKLOADS]
+    workloads = GPU_WORKLOADS if device == devices.GPU else WORKLOADS
+    ids = list(workloads) if not only else [i.upper() for i in only]
+    unknown = [i for i in ids if i not in workloads]
     if unknown:
-        raise ValueError(f"unknown workload(s) {unknown}; expected some of {list(WORKLOADS)}")
+        which = " with --device gpu" if device == devices.GPU else ""
+        raise ValueError(f"unknown workload(s) {unknown}{which}; expected some of "
+                         f"{list(workloads)}")
     allowed = set(frameworks_allowed) if frameworks_allowed else None
     if allowed:
         bad = allowed - set(frameworks.FRAMEWORKS)
@@ -119,17 +146,20 @@ def run_suite(only=None, profile="full", frameworks_allowed=None, log=_log_to_st
             raise ValueError(f"unknown framework(s) {sorted(bad)}; "
                              f"expected some of {list(frameworks.FRAMEWORKS)}")
     results = {"workloads": {}}
+    gpu = devices.gpu_details() if device == devices.GPU else None
     with BusyProcesses(load):
-        _run_workloads(ids, profile, allowed, log, results)
+        _run_workloads([workloads[i] for i in ids], profile, allowed, log, results, gpu)
     results["meta"] = metadata(profile, allowed)
     results["meta"]["load"] = load
+    results["meta"]["device"] = device
+    if gpu is not None:
+        results["meta"]["gpu"] = gpu
     results["meta"]["wall_s"] = time.perf_counter() - started
     return results
 
 
-def _run_workloads(ids, profile, allowed, log, results):
-    for workload_id in ids:
-        workload = WORKLOADS[workload_id]
+def _run_workloads(selected_workloads, profile, allowed, log, results, gpu):
+    for workload in selected_workloads:
         log(f"{workload.id}: {workload.title}")
         began = time.perf_counter()
         with LoadMonitor() as load:
@@ -137,6 +167,9 @@ def _run_workloads(ids, profile, allowed, log, results):
                 variants = run_timed(workload, profile, allowed, log)
             else:
                 variants = workload.run(workload, profile, allowed, log)
+        if "bytes_moved" in workload.extra:
+            add_bandwidth(variants, workload.extra["bytes_moved"](),
+                          (gpu or {}).get("peak_bandwidth_bytes_s"))
         entry = {"id": workload.id, "title": workload.title, "shapes": workload.shapes,
                  "kind": workload.kind, "metrics": list(workload.metrics),
                  "ratio_metrics": list(workload.ratio_metrics), "notes": workload.notes,

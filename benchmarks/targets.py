@@ -12,6 +12,7 @@ class Target:
     metric: str
     limit: float            # ratio ours/peer (or the absolute value) must be <= limit ...
     at_least: bool = False  # ... or >= limit (an absolute value where more is better)
+    device: str = "cpu"     # the run (--device) whose figures it applies to
 
 
 TARGETS = (
@@ -74,6 +75,19 @@ TARGETS = (
            "w4_efficiency", 0.9, at_least=True),
     Target("D1", "W3 scaling efficiency 1 -> 2 ranks >= 90%", "hybridtf/mpi", None,
            "w3_efficiency", 0.9, at_least=True),
+    # The GPU variants (--device gpu).
+    Target("W1", "decorated at >= 70% of the GPU's peak memory bandwidth", "hybridtf/function",
+           None, "bandwidth_share", 0.7, at_least=True, device="gpu"),
+    Target("W3", "decorated step faster than PyTorch CUDA eager", "hybridtf/function",
+           "torch/eager", "time_s", 1.0, device="gpu"),
+    Target("W3", "decorated step within 1.2x of JAX jit on the GPU", "hybridtf/function",
+           "jax/jit", "time_s", 1.2, device="gpu"),
+    Target("W4", "decorated step faster than PyTorch CUDA eager", "hybridtf/function",
+           "torch/eager", "time_s", 1.0, device="gpu"),
+    Target("W4", "decorated step within 1.2x of JAX jit on the GPU", "hybridtf/function",
+           "jax/jit", "time_s", 1.2, device="gpu"),
+    Target("W5", "decorated faster than JAX jit on the GPU", "hybridtf/function", "jax/jit",
+           "time_s", 1.0, device="gpu"),
 )
 
 
@@ -87,18 +101,19 @@ def _median(workload, variant_key, metric):
 
 def evaluate(results):
     """``[{"workload", "text", "status": met|not met|n.a., "value", "why"}]`` for the run's
-    workloads (targets of workloads that did not run are left out)."""
+    workloads on the run's device (targets of workloads that did not run are left out)."""
     out = []
+    device = results.get("meta", {}).get("device", "cpu")
     for target in TARGETS:
         workload = results["workloads"].get(target.workload)
-        if workload is None:
+        if workload is None or target.device != device:
             continue
         row = {"workload": target.workload, "text": target.text, "value": None, "why": None,
                "absolute": target.peer is None}
         ours, our_variant = _median(workload, target.ours, target.metric)
         if ours is None:
             row["status"] = "n.a."
-            row["why"] = f"{target.ours}: " + _why(our_variant)
+            row["why"] = f"{target.ours}: " + _why(our_variant, target.metric, results)
         elif target.peer is None:
             row["value"] = ours
             met = ours >= target.limit if target.at_least else ours <= target.limit
@@ -107,7 +122,7 @@ def evaluate(results):
             theirs, peer_variant = _median(workload, target.peer, target.metric)
             if not theirs:
                 row["status"] = "n.a."
-                row["why"] = f"{target.peer}: " + _why(peer_variant)
+                row["why"] = f"{target.peer}: " + _why(peer_variant, target.metric, results)
             else:
                 row["value"] = ours / theirs
                 row["status"] = "met" if row["value"] <= target.limit else "not met"
@@ -115,9 +130,12 @@ def evaluate(results):
     return out
 
 
-def _why(variant):
+def _why(variant, metric, results):
     if variant is None:
         return "not in this workload"
     if variant["status"] == "ok":
+        if metric == "bandwidth_share":
+            gpu = results["meta"].get("gpu") or {}
+            return f"the GPU's peak memory bandwidth is unknown ({gpu.get('peak_unknown')})"
         return "not measured by this profile"
     return f"{variant['status']}" + (f" ({variant['reason']})" if variant.get("reason") else "")

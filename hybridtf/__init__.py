@@ -35,6 +35,7 @@ from hybridtf.api.math_ops import (  # noqa: F401
 from hybridtf.eager.backprop import (  # noqa: F401
     GradientTape, UnconnectedGradients, custom_gradient)
 from hybridtf.framework.constant_op import constant, convert_to_tensor  # noqa: F401
+from hybridtf.framework.devices import device  # noqa: F401
 from hybridtf.framework.name_scope import name_scope  # noqa: F401
 from hybridtf.graph.init_scope import init_scope  # noqa: F401
 from hybridtf.framework.dtypes import (  # noqa: F401
@@ -59,6 +60,7 @@ from hybridtf import keras, saved_model  # noqa: F401
 from hybridtf import image, io  # noqa: F401
 from hybridtf import train  # noqa: F401
 from hybridtf import distribute  # noqa: F401
+from hybridtf import test  # noqa: F401
 from hybridtf.framework import context as _context
 
 __version__ = "0.1.0"

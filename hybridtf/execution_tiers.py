@@ -32,6 +32,7 @@ import weakref
 from ops import compile_notice
 
 from hybridtf import compiler
+from hybridtf.framework import devices
 from hybridtf.framework.variables import UpdateLock
 from hybridtf.graph import interpreter
 
@@ -138,7 +139,10 @@ class ExecutionTiers:
             self._outcome = outcome
 
     def _render(self):
-        """(the graph prepared for its backend, None), or (None, the error)."""
+        """(the graph prepared for its backend, None), or (None, the error), or (None, None)
+        for a graph on the CPU reading variables held on a GPU: the interpreter is its tier."""
+        if self._reads_other_devices():
+            return None, None
         try:
             backend = compiler.backend_for_device(self._graph.device)
             return compiler.prepare(self._graph, backend), None
@@ -156,6 +160,15 @@ class ExecutionTiers:
         with compile_notice.announce(message):
             return self._finish(rendered)
 
+    def _reads_other_devices(self):
+        # The CPU's compiled code takes host arrays only; the interpreter copies the values of
+        # variables and captures held on another device.  (The CUDA driver copies them itself.)
+        if self._graph.backend is not devices.CPU:
+            return False
+        held = [v._value for v, _ in self._graph.variables]
+        held += [t._value for t, _ in self._graph.captures]
+        return any(type(a) not in devices.CPU_TYPES for a in held)
+
     @staticmethod
     def _finish(rendered):
         """(CompiledGraph, None), or (None, the error)."""
@@ -167,7 +180,11 @@ class ExecutionTiers:
     def _install(self, compiled, error):
         """Makes the outcome of compiling final (under the lock)."""
         self.compiled = compiled
-        if compiled is None:
+        if compiled is None and error is None:   # see _render
+            self.compile_error = (f"the graph runs on {self._graph.device}, with variables or "
+                                  "captured values on a GPU")
+            self._final = self._interpreted
+        elif compiled is None:
             self.compile_error = f"{type(error).__name__}: {error}"
             self._final = self._interpreted
             warnings.warn(compiler.CompilationWarning(

@@ -28,7 +28,7 @@ from hybridtf.eager.backprop import GradientTape
 from hybridtf.eager.execute import as_tensor
 from hybridtf.execution_tiers import ExecutionTiers
 from hybridtf.framework.constant_op import convert_to_tensor
-from hybridtf.framework import dtypes, nest
+from hybridtf.framework import devices, dtypes, nest
 from hybridtf.framework.errors import InvalidArgumentError
 from hybridtf.framework.tensor import Tensor
 from hybridtf.framework.tensor_shape import TensorShape
@@ -77,7 +77,10 @@ _FAST_SCALARS = (int, float, bool, str, type(None))
 
 
 def _fast_key(args):
-    """An exact, cheap key for calls made only of eager tensors and Python scalars, or None."""
+    """An exact, cheap key for calls made only of eager tensors and Python scalars, or None
+    (also while a device other than the CPU is visible: the key must then name the device)."""
+    if not devices.PLACEMENT.cpu_only:
+        return None
     key = []
     for a in args:
         t = type(a)
@@ -186,6 +189,9 @@ class ConcreteFunction:
         if call_index is None:
             call_index = next(self._call_numbers)
         arrays = [t._value for t in tensors]
+        if not devices.PLACEMENT.cpu_only:   # inputs held elsewhere go to the graph's device
+            backend = self.graph.backend
+            arrays = [devices.on_backend(backend, a) for a in arrays]
         if tape_lib.STATE.active:
             return self._run_recorded(tensors, arrays, call_index)
         run = self._tiers.run()
@@ -474,6 +480,8 @@ class Function:
             bound = self._apply_input_signature(bound)
         pairs = tk.arguments_of(bound)
         key = tk.call_key(pairs)
+        if not devices.PLACEMENT.cpu_only:   # a trace runs on the device placed when traced
+            key += ((None, devices.placement_target().name),)
         found = self._lookup(key)
         if found is None:
             with self._lock:

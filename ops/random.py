@@ -6,7 +6,9 @@ key; the 128-bit Philox counter of block b is (b low word, b high word, counter 
 high word), and each block gives four 32-bit words.  Element i of an output takes its bits from
 a fixed place in that stream (below), so equal (seed, counter) give equal arrays on any machine,
 element order never depends on threading, and a GPU kernel computing block b on thread b gives
-the same values.  Different counters (or seeds) give unrelated streams.
+the same values: the functions below that turn block b into elements (``*_block``,
+``truncated_normal_element``) serve the CPU kernels here and the CUDA kernels of
+``ops.cuda.random`` alike.  Different counters (or seeds) give unrelated streams.
 
 How words become values:
 * uniform float32: word i -> (w >> 8) * 2**-24, in [0, 1).
@@ -55,51 +57,57 @@ def philox4x32(c0, c1, c2, c3, k0, k1):
 
 
 @_jit
+def block_words(b, seed_lo, seed_hi, ctr_lo, ctr_hi):
+    """The four words of block ``b`` (an integer >= 0) of stream (seed, counter): Philox of
+    counter (b low word, b high word, counter low word, counter high word) under the seed."""
+    ub = np.uint64(b)
+    return philox4x32(ub & _MASK32, ub >> _S32, ctr_lo, ctr_hi, seed_lo, seed_hi)
+
+
+@_jit
 def random_words(nblocks, seed_lo, seed_hi, ctr_lo, ctr_hi):
     """Words 0 .. 4*nblocks-1 of stream (seed, counter) as a uint64 array (values < 2**32)."""
     out = np.empty(4 * nblocks, np.uint64)
     for b in range(nblocks):
-        ub = np.uint64(b)
-        w0, w1, w2, w3 = philox4x32(ub & _MASK32, ub >> _S32, ctr_lo, ctr_hi, seed_lo, seed_hi)
-        out[4 * b] = w0
-        out[4 * b + 1] = w1
-        out[4 * b + 2] = w2
-        out[4 * b + 3] = w3
+        store4(out, 4 * b, block_words(b, seed_lo, seed_hi, ctr_lo, ctr_hi))
     return out
+
+
+# ---- how block b becomes elements (shared with the CUDA kernels of ops.cuda.random) -----------
+# Each ``*_block`` function gives the elements that block b of the stream yields (a tuple), and
+# ``store4``/``store2`` put them in place; the CPU loops here and the GPU threads of
+# ops.cuda.random call the same functions, so both give the same values.
+@_jit
+def store4(out, i, values):
+    """out[i:i + 4] = values (four), as far as ``out`` (1-D) reaches."""
+    n = out.shape[0]
+    out[i] = values[0]
+    if i + 1 < n:
+        out[i + 1] = values[1]
+    if i + 2 < n:
+        out[i + 2] = values[2]
+    if i + 3 < n:
+        out[i + 3] = values[3]
+
+
+@_jit
+def store2(out, i, values):
+    """out[i:i + 2] = values (two), as far as ``out`` (1-D) reaches."""
+    out[i] = values[0]
+    if i + 1 < out.shape[0]:
+        out[i + 1] = values[1]
+
+
+@_jit
+def _u24(w):
+    # the top 24 bits of a word -> float32 in [0, 1) (exact)
+    return np.float32((w >> np.uint64(8)) * (1.0 / 16777216.0))
 
 
 @_jit
 def _u53(a, b):
     # 53 random bits from two words -> [0, 1)
     return ((a >> np.uint64(5)) * 67108864.0 + (b >> np.uint64(6))) * (1.0 / 9007199254740992.0)
-
-
-@_jit
-def uniform_f32_kernel(n, seed_lo, seed_hi, ctr_lo, ctr_hi):
-    """n float32 uniforms in [0, 1): element i from word i (24 bits).  Key/counter words are
-    uint64 values < 2**32."""
-    out = np.empty(n, np.float32)
-    for b in range((n + 3) // 4):
-        ub = np.uint64(b)
-        w = philox4x32(ub & _MASK32, ub >> _S32, ctr_lo, ctr_hi, seed_lo, seed_hi)
-        for j in range(4):
-            i = 4 * b + j
-            if i < n:
-                out[i] = np.float32((w[j] >> np.uint64(8)) * (1.0 / 16777216.0))
-    return out
-
-
-@_jit
-def uniform_f64_kernel(n, seed_lo, seed_hi, ctr_lo, ctr_hi):
-    """n float64 uniforms in [0, 1): element i from words 2i, 2i+1 (53 bits)."""
-    out = np.empty(n, np.float64)
-    for b in range((n + 1) // 2):
-        ub = np.uint64(b)
-        w0, w1, w2, w3 = philox4x32(ub & _MASK32, ub >> _S32, ctr_lo, ctr_hi, seed_lo, seed_hi)
-        out[2 * b] = _u53(w0, w1)
-        if 2 * b + 1 < n:
-            out[2 * b + 1] = _u53(w2, w3)
-    return out
 
 
 @_jit
@@ -111,30 +119,88 @@ def _box_muller(u1, u2):
 
 
 @_jit
+def uniform_f32_block(b, seed_lo, seed_hi, ctr_lo, ctr_hi):
+    """Elements 4b .. 4b+3 of a float32 uniform draw: word j -> its top 24 bits * 2**-24."""
+    w0, w1, w2, w3 = block_words(b, seed_lo, seed_hi, ctr_lo, ctr_hi)
+    return _u24(w0), _u24(w1), _u24(w2), _u24(w3)
+
+
+@_jit
+def uniform_f64_block(b, seed_lo, seed_hi, ctr_lo, ctr_hi):
+    """Elements 2b, 2b+1 of a float64 uniform draw: 53 bits of words (0, 1), then (2, 3)."""
+    w0, w1, w2, w3 = block_words(b, seed_lo, seed_hi, ctr_lo, ctr_hi)
+    return _u53(w0, w1), _u53(w2, w3)
+
+
+@_jit
+def normal_4_block(b, seed_lo, seed_hi, ctr_lo, ctr_hi):
+    """Elements 4b .. 4b+3 of a normal draw from 32-bit uniforms (float32 draws), in float64."""
+    w0, w1, w2, w3 = block_words(b, seed_lo, seed_hi, ctr_lo, ctr_hi)
+    s = 1.0 / 4294967296.0
+    z0, z1 = _box_muller((w0 + 1.0) * s, w1 * s)
+    z2, z3 = _box_muller((w2 + 1.0) * s, w3 * s)
+    return z0, z1, z2, z3
+
+
+@_jit
+def normal_2_block(b, seed_lo, seed_hi, ctr_lo, ctr_hi):
+    """Elements 2b, 2b+1 of a normal draw from 53-bit uniforms (float64 draws)."""
+    w0, w1, w2, w3 = block_words(b, seed_lo, seed_hi, ctr_lo, ctr_hi)
+    return _box_muller(1.0 - _u53(w0, w1), _u53(w2, w3))
+
+
+@_jit
+def truncated_normal_element(i, n, seed_lo, seed_hi, ctr_lo, ctr_hi):
+    """Element i of n of a truncated normal draw (float64): blocks j*n + i for j = 0, 1, ...
+    each give two normals, taken in order; the first in [-2, 2] is the element."""
+    j = np.uint64(0)
+    while True:
+        z0, z1 = normal_2_block(j * np.uint64(n) + np.uint64(i), seed_lo, seed_hi, ctr_lo,
+                                ctr_hi)
+        if -2.0 <= z0 <= 2.0:
+            return z0
+        if -2.0 <= z1 <= 2.0:
+            return z1
+        j += np.uint64(1)
+
+
+@_jit
+def uniform_int_block(b, lo, span, seed_lo, seed_hi, ctr_lo, ctr_hi):
+    """Elements 2b, 2b+1 of an integer draw in [lo, lo + span): words (0, 1), then (2, 3), as
+    64-bit integers reduced modulo span, plus lo; uint64 (two's complement of the int64)."""
+    w0, w1, w2, w3 = block_words(b, seed_lo, seed_hi, ctr_lo, ctr_hi)
+    return lo + ((w0 << _S32) | w1) % span, lo + ((w2 << _S32) | w3) % span
+
+
+# ---- CPU kernels ------------------------------------------------------------------------------
+@_jit
+def uniform_f32_kernel(n, seed_lo, seed_hi, ctr_lo, ctr_hi):
+    """n float32 uniforms in [0, 1).  Key/counter words are uint64 values < 2**32."""
+    out = np.empty(n, np.float32)
+    for b in range((n + 3) // 4):
+        store4(out, 4 * b, uniform_f32_block(b, seed_lo, seed_hi, ctr_lo, ctr_hi))
+    return out
+
+
+@_jit
+def uniform_f64_kernel(n, seed_lo, seed_hi, ctr_lo, ctr_hi):
+    """n float64 uniforms in [0, 1)."""
+    out = np.empty(n, np.float64)
+    for b in range((n + 1) // 2):
+        store2(out, 2 * b, uniform_f64_block(b, seed_lo, seed_hi, ctr_lo, ctr_hi))
+    return out
+
+
+@_jit
 def normal_kernel(n, per_block4, seed_lo, seed_hi, ctr_lo, ctr_hi):
     """n standard normals (float64); per_block4: 4 per block from 32-bit uniforms, else 2."""
     out = np.empty(n, np.float64)
-    per = 4 if per_block4 else 2
-    for b in range((n + per - 1) // per):
-        ub = np.uint64(b)
-        w0, w1, w2, w3 = philox4x32(ub & _MASK32, ub >> _S32, ctr_lo, ctr_hi, seed_lo, seed_hi)
-        if per_block4:
-            s = 1.0 / 4294967296.0
-            z0, z1 = _box_muller((w0 + 1.0) * s, w1 * s)
-            z2, z3 = _box_muller((w2 + 1.0) * s, w3 * s)
-            i = 4 * b
-            out[i] = z0
-            if i + 1 < n:
-                out[i + 1] = z1
-            if i + 2 < n:
-                out[i + 2] = z2
-            if i + 3 < n:
-                out[i + 3] = z3
-        else:
-            z0, z1 = _box_muller(1.0 - _u53(w0, w1), _u53(w2, w3))
-            out[2 * b] = z0
-            if 2 * b + 1 < n:
-                out[2 * b + 1] = z1
+    if per_block4:
+        for b in range((n + 3) // 4):
+            store4(out, 4 * b, normal_4_block(b, seed_lo, seed_hi, ctr_lo, ctr_hi))
+    else:
+        for b in range((n + 1) // 2):
+            store2(out, 2 * b, normal_2_block(b, seed_lo, seed_hi, ctr_lo, ctr_hi))
     return out
 
 
@@ -142,21 +208,8 @@ def normal_kernel(n, per_block4, seed_lo, seed_hi, ctr_lo, ctr_hi):
 def truncated_normal_kernel(n, seed_lo, seed_hi, ctr_lo, ctr_hi):
     """n standard normals (float64) conditioned on [-2, 2] by re-drawing (see module doc)."""
     out = np.empty(n, np.float64)
-    un = np.uint64(n)
     for i in range(n):
-        j = np.uint64(0)
-        while True:
-            ub = j * un + np.uint64(i)
-            w0, w1, w2, w3 = philox4x32(ub & _MASK32, ub >> _S32, ctr_lo, ctr_hi, seed_lo,
-                                        seed_hi)
-            z0, z1 = _box_muller(1.0 - _u53(w0, w1), _u53(w2, w3))
-            if -2.0 <= z0 <= 2.0:
-                out[i] = z0
-                break
-            if -2.0 <= z1 <= 2.0:
-                out[i] = z1
-                break
-            j += np.uint64(1)
+        out[i] = truncated_normal_element(i, n, seed_lo, seed_hi, ctr_lo, ctr_hi)
     return out
 
 
@@ -165,11 +218,7 @@ def uniform_int_kernel(n, lo, span, seed_lo, seed_hi, ctr_lo, ctr_hi):
     """n integers lo + (64 random bits mod span), as uint64 (two's complement of the int64)."""
     out = np.empty(n, np.uint64)
     for b in range((n + 1) // 2):
-        ub = np.uint64(b)
-        w0, w1, w2, w3 = philox4x32(ub & _MASK32, ub >> _S32, ctr_lo, ctr_hi, seed_lo, seed_hi)
-        out[2 * b] = lo + ((w0 << _S32) | w1) % span
-        if 2 * b + 1 < n:
-            out[2 * b + 1] = lo + ((w2 << _S32) | w3) % span
+        store2(out, 2 * b, uniform_int_block(b, lo, span, seed_lo, seed_hi, ctr_lo, ctr_hi))
     return out
 
 
@@ -192,6 +241,15 @@ def _key(seed, counter):
     s_lo, s_hi = _split(seed, "seed")
     c_lo, c_hi = _split(counter, "counter")
     return s_lo, s_hi, c_lo, c_hi
+
+
+def int_range(minval, maxval):
+    """(lo, span): the uint64 arguments of ``uniform_int_block`` for integers in
+    [minval, maxval); ValueError unless minval < maxval."""
+    minval, maxval = int(minval), int(maxval)
+    if not minval < maxval:
+        raise ValueError("uniform_int needs minval < maxval, got [%d, %d)" % (minval, maxval))
+    return np.uint64(minval & 0xFFFFFFFFFFFFFFFF), np.uint64(maxval - minval)
 
 
 def uniform(shape, dtype, seed, counter):
@@ -228,11 +286,6 @@ def uniform_int(shape, dtype, minval, maxval, seed, counter):
     The caller ensures minval < maxval and that both fit ``dtype``.
     """
     dtype = np.dtype(dtype)
-    minval, maxval = int(minval), int(maxval)
-    if not minval < maxval:
-        raise ValueError("uniform_int needs minval < maxval, got [%d, %d)" % (minval, maxval))
     n = _size(shape)
-    span = np.uint64(maxval - minval)
-    lo = np.uint64(minval & 0xFFFFFFFFFFFFFFFF)
-    bits = uniform_int_kernel(n, lo, span, *_key(seed, counter))
+    bits = uniform_int_kernel(n, *int_range(minval, maxval), *_key(seed, counter))
     return bits.view(np.int64).astype(dtype).reshape(tuple(shape))

@@ -12,7 +12,15 @@ os.environ.setdefault("HYBRIDTF_CACHE_DIR", str(_CACHE / "hybridtf"))
 # plan and a compiler failure fails the call that met it; tests/test_execution_tiers.py checks
 # the default (the interpreter first, the kernels compiled in the background).
 os.environ.setdefault("HYBRIDTF_SYNCHRONOUS_COMPILATION", "1")
+# CUDA code runs on Numba's CUDA simulator, which needs no GPU, unless HYBRIDTF_TEST_GPU=1 asks
+# for the real GPU.  numba.cuda binds the simulator when it is imported with the variable set;
+# it is removed again so that the processes the tests start see no GPU.
+if os.environ.get("HYBRIDTF_TEST_GPU") != "1" and "NUMBA_ENABLE_CUDASIM" not in os.environ:
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+    import numba.cuda  # noqa: E402,F401
+    del os.environ["NUMBA_ENABLE_CUDASIM"]
 
+import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 settings.register_profile(
@@ -29,3 +37,22 @@ def pytest_configure(config):
     # (Added here rather than in setup.cfg: resolving the class imports hybridtf, which must
     # wait for the environment set above.)
     config.addinivalue_line("filterwarnings", "error::hybridtf.compiler.CompilationWarning")
+    # The GPU (the simulated one) is hidden but where a test asks for it (the ``gpu`` fixture):
+    # elsewhere ops run on the CPU, as on a machine without a GPU.
+    import hybridtf as tf
+    tf.config.set_visible_devices(tf.config.list_physical_devices("CPU"))
+
+
+@pytest.fixture
+def gpu():
+    """Makes the GPU visible for the test, so that ops go there by default as in TF; the
+    CUDA simulator's stands in for one unless HYBRIDTF_TEST_GPU=1."""
+    import hybridtf as tf
+    gpus = tf.config.list_physical_devices("GPU")
+    if not gpus:
+        pytest.skip("no GPU is present (and the CUDA simulator is off)")
+    tf.config.set_visible_devices(tf.config.list_physical_devices())
+    try:
+        yield gpus[0]
+    finally:
+        tf.config.set_visible_devices(tf.config.list_physical_devices("CPU"))

@@ -6,9 +6,11 @@ Peers that are not installed (TensorFlow, JAX, PyTorch in CI) are skipped; hybri
 that do not exist yet (``hybridtf.function`` until it lands) are skipped with the suite's own
 "missing" reason. A hybridtf variant that raises or computes a different result fails.
 """
+import copy
 import importlib.util
 import json
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -18,15 +20,17 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO_ROOT not in sys.path:  # benchmarks/ is not an installed package
     sys.path.insert(0, REPO_ROOT)
 
-from benchmarks import frameworks, profiles, report  # noqa: E402
+from benchmarks import devices, frameworks, profiles, report  # noqa: E402
 from benchmarks.__main__ import main  # noqa: E402
 from benchmarks.agreement import Tolerance, compare, flatten, relative_error  # noqa: E402
 from benchmarks.frameworks import Missing, NotImportable, Unavailable, require  # noqa: E402
 from benchmarks.harness import Prepared  # noqa: E402
-from benchmarks.suite import run_suite, run_timed  # noqa: E402
+from benchmarks.suite import add_bandwidth, run_suite, run_timed  # noqa: E402
 from benchmarks.subprocesses import run_child  # noqa: E402
-from benchmarks.workloads import WORKLOADS  # noqa: E402
-from benchmarks.workloads import d1_data_parallel, w3_mlp, w4_cnn  # noqa: E402
+from benchmarks.targets import evaluate  # noqa: E402
+from benchmarks.workloads import GPU_WORKLOADS, WORKLOADS  # noqa: E402
+from benchmarks.workloads import (d1_data_parallel, w1_seed_function, w2_small_chain,  # noqa: E402
+                                  w3_mlp, w4_cnn)
 from benchmarks.workloads.base import Impl, Workload  # noqa: E402
 
 SMOKE = profiles.SMOKE
@@ -332,3 +336,154 @@ def test_benchmark_processes_compile_traced_functions_on_their_first_call(monkey
     monkeypatch.delenv("HYBRIDTF_SYNCHRONOUS_COMPILATION", raising=False)
     frameworks._prepare_environment()
     assert os.environ["HYBRIDTF_SYNCHRONOUS_COMPILATION"] == "1"
+
+
+# ---- the GPU variants (--device gpu), on Numba's CUDA simulator -----------------------------
+
+def _without_simulator_environment():
+    env = dict(os.environ)
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    return env
+
+
+def test_gpu_variants_are_the_cpu_workloads_builders_on_the_gpu():
+    from benchmarks.__main__ import GPU_WORKLOAD_IDS
+    assert tuple(GPU_WORKLOADS) == GPU_WORKLOAD_IDS == ("W1", "W2", "W3", "W4", "W5", "W6")
+    for workload_id, gpu_workload in GPU_WORKLOADS.items():
+        keys = [(i.framework, i.mode, i.timed) for i in gpu_workload.impls]
+        assert keys[0] == ("numpy", "eager", False), "the CPU reference, not timed"
+        assert sorted(keys[1:]) == [("hybridtf", "eager", True), ("hybridtf", "function", True),
+                                    ("jax", "jit", True), ("torch", "eager", True)]
+        cpu_builds = {(i.framework, i.mode): i.build for i in WORKLOADS[workload_id].impls}
+        for impl in gpu_workload.impls[1:]:
+            cpu_build = cpu_builds[impl.framework, impl.mode]
+            assert impl.build.func is getattr(cpu_build, "func", cpu_build)
+            assert impl.build.keywords == {**getattr(cpu_build, "keywords", {}),
+                                           "device": devices.GPU}
+
+
+def test_gpu_variants_run_on_the_simulated_gpu_and_report_their_rows(gpu, monkeypatch):
+    """W1 (shrunk: the simulator runs every GPU thread in Python) and W2 for hybridtf eager and
+    decorated on the simulated GPU, checked against NumPy on the CPU."""
+    monkeypatch.setattr(w1_seed_function, "SHAPE", (8, 8))
+    results = run_suite(only=["W1", "W2"], profile="smoke", log=QUIET, device="gpu",
+                        frameworks_allowed=["numpy", "hybridtf"])
+    assert results["meta"]["device"] == "gpu"
+    assert results["meta"]["gpu"]["peak_bandwidth_bytes_s"] is None   # the simulator's
+    for workload in results["workloads"].values():
+        statuses = _statuses(workload)
+        assert statuses == {"numpy/eager": "untimed", "hybridtf/eager": "ok",
+                            "hybridtf/function": "ok", "jax/jit": "skipped",
+                            "torch/eager": "skipped"}, (workload["id"], workload["variants"])
+        for variant in workload["variants"]:
+            if variant["framework"] == "hybridtf":
+                assert variant["agreement"]["ok"] and variant["agreement"]["reference"] == \
+                    "numpy/eager"
+                assert variant["metrics"]["time_s"]["median"] > 0
+    for variant in results["workloads"]["W1"]["variants"][-2:]:
+        time_s = variant["metrics"]["time_s"]["median"]
+        assert variant["metrics"]["bandwidth_bytes_s"]["median"] == pytest.approx(
+            (2 * 8 * 8 * 4 + 4) / time_s)
+        assert "bandwidth_share" not in variant["metrics"]
+    text = report.format_results(results)
+    assert "device: GPU variants on" in text and "peak memory bandwidth unknown" in text
+    w1_rows = text.split("\nW1  ")[1].split("\nW2  ")[0]
+    assert "bandwidth" in w1_rows and "of peak" in w1_rows and "unknown" in w1_rows
+    assert "hybridtf function" in w1_rows and "NumPy: untimed" in w1_rows
+    targets = {row["text"]: row for row in evaluate(results)}
+    assert "decorated within 1.2x of hand-fused Numba" not in targets   # the CPU run's
+    share_target = targets["decorated at >= 70% of the GPU's peak memory bandwidth"]
+    assert share_target["status"] == "n.a." and "unknown" in share_target["why"]
+    with pytest.raises(ValueError, match="with --device gpu"):
+        run_suite(only=["C1"], profile="smoke", log=QUIET, device="gpu")
+
+
+def test_gpu_variants_place_hybridtf_on_the_gpu(gpu, monkeypatch):
+    import hybridtf as tf
+    for decorated in (False, True):
+        prepared = w2_small_chain.build_tf(tf, SMOKE, decorated, device=devices.GPU)
+        assert prepared.call().device.endswith("GPU:0")
+    place = devices.tf_placement(tf, devices.GPU)
+    with tf.device("/CPU:0"), place.scope():   # the variant's placement wins over its caller's
+        assert tf.constant([1.0]).device.endswith("GPU:0")
+    from numba import cuda
+    waits = []
+    monkeypatch.setattr(cuda, "synchronize", lambda: waits.append("synchronized"))
+    place = devices.tf_placement(tf, devices.GPU)   # a timed call waits for the GPU
+    assert place.timed(lambda: 5)() == 5 and waits == ["synchronized"]
+    call = w2_small_chain.inputs   # on the CPU a call is timed as it is, as before
+    assert devices.tf_placement(tf, devices.CPU).timed(call) is call
+    tf.config.set_visible_devices(tf.config.list_physical_devices("CPU"))
+    with pytest.raises(Unavailable, match="hidden"):
+        w2_small_chain.build_tf(tf, SMOKE, True, device=devices.GPU)
+
+
+def test_w1_bandwidth_and_its_share_of_the_peak_in_the_report():
+    # An H100 SXM's HBM3: 2619 MHz, 5120-bit bus, 3.35 TB/s.
+    assert devices.peak_bandwidth(2_619_000, 5120) == pytest.approx(3.35232e12)
+    variants = [{"status": "ok", "metrics": {"time_s": {"median": 1e-5}}},
+                {"status": "skipped", "metrics": {}}]
+    add_bandwidth(variants, 8_000_004, 3.2e12)
+    assert variants[0]["metrics"]["bandwidth_bytes_s"]["median"] == pytest.approx(8.000004e11)
+    assert variants[0]["metrics"]["bandwidth_share"]["median"] == pytest.approx(0.25)
+    assert variants[1]["metrics"] == {}
+
+    results = {"workloads": {}, "meta": {"device": "gpu", "gpu": {
+        "name": "Some GPU", "compute_capability": [9, 0], "memory_clock_khz": 2_000_000,
+        "memory_bus_bits": 4096, "peak_bandwidth_bytes_s": devices.peak_bandwidth(
+            2_000_000, 4096)}}}
+    variant = {"framework": "hybridtf", "mode": "function", "key": "hybridtf/function",
+               "label": "hybridtf function", "status": "ok", "reason": None,
+               "agreement": {"ok": True, "max_rel_err": 0.0, "reference": "numpy/eager"},
+               "metrics": {"time_s": {"samples": [4e-6, 4e-6], "median": 4e-6, "min": 4e-6,
+                                      "max": 4e-6, "number": 100}}}
+    add_bandwidth([variant], 8_000_004, results["meta"]["gpu"]["peak_bandwidth_bytes_s"])
+    workload = dict(GPU_WORKLOADS["W1"].__dict__)
+    results["workloads"]["W1"] = {
+        "id": "W1", "title": workload["title"], "shapes": workload["shapes"], "kind": "time",
+        "metrics": list(workload["metrics"]), "ratio_metrics": ["time_s"], "notes": "",
+        "no_ratio": [], "variants": [variant], "ratios": []}
+    rows, header, _ = report._variant_rows(results["workloads"]["W1"])
+    assert header[-3:] == ["bandwidth", "of peak", "check"]
+    assert rows[0][-3:] == ["2e+03 GB/s", "97.7%", "ok 0.0e+00"]
+    assert report._device_lines(results["meta"]) == [
+        "device: GPU variants on Some GPU (compute capability 9.0), peak memory bandwidth "
+        "2048 GB/s (memory clock 2000 MHz, 4096-bit bus, double data rate)"]
+    met = copy.deepcopy(results)
+    (row,) = [r for r in evaluate(met) if r["workload"] == "W1"]
+    assert row["status"] == "met" and row["value"] == pytest.approx(0.977, abs=1e-3)
+    variant["metrics"]["time_s"]["median"] = 1e-4
+    variant["metrics"].update(devices.bandwidth_metrics(variant["metrics"]["time_s"], 8_000_004,
+                                                        2.048e12))
+    (row,) = [r for r in evaluate(results) if r["workload"] == "W1"]
+    assert row["status"] == "not met" and row["value"] == pytest.approx(0.0391, abs=1e-4)
+
+
+@pytest.mark.skipif(os.environ.get("HYBRIDTF_TEST_GPU") == "1", reason="a GPU is present")
+def test_without_a_gpu_the_gpu_suite_says_so_and_runs_nothing(tmp_path):
+    json_path = tmp_path / "r.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--device", "gpu", "--frameworks", "hybridtf",
+         "--json", str(json_path)], cwd=REPO_ROOT, env=_without_simulator_environment(),
+        capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("No GPU found"), done.stdout
+    assert "hybridtf has no GPU (tf.config.list_physical_devices('GPU') is empty" in lines[0]
+    assert not json_path.exists()
+
+
+def test_cpu_runs_keep_hybridtf_off_a_gpu():
+    """--device cpu on a machine with a GPU (the simulator's, in a fresh process): loading
+    hybridtf for CPU figures hides the GPU, so the workloads run on the CPU as before."""
+    code = ("from benchmarks import frameworks, profiles\n"
+            "from benchmarks.workloads import w2_small_chain\n"
+            "tf = frameworks.load('hybridtf')\n"
+            "result = w2_small_chain.build_tf(tf, profiles.SMOKE, False).call()\n"
+            "print(len(tf.config.list_physical_devices('GPU')), "
+            "len(tf.config.list_logical_devices('GPU')), result.device)\n")
+    env = dict(_without_simulator_environment(), NUMBA_ENABLE_CUDASIM="1")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "0", "/job:localhost/replica:0/task:0/device:CPU:0"]

@@ -9,7 +9,7 @@ import pytest
 
 import hybridtf as tf
 from hybridtf.framework import devices
-from hybridtf.framework.errors import InvalidArgumentError, NotFoundError
+from hybridtf.framework.errors import InvalidArgumentError
 from hybridtf.framework.tensor import Tensor
 from hybridtf.registry import OPS, Kernel
 
@@ -93,24 +93,66 @@ def test_ops_with_a_kernel_for_the_device_run_it(fake_device):
     assert fake_device == ["add", "add", "negative"]
 
 
-def test_ops_without_a_kernel_for_the_device_say_so(fake_device):
+def test_ops_without_a_kernel_for_the_device_run_on_the_cpu(fake_device, caplog):
     x = _on_fake([1.0, 2.0])
     assert OPS["add"].has_kernel(FAKE) and not OPS["exp"].has_kernel(FAKE)
-    for call in (lambda: tf.exp(x), lambda: tf.transpose(x), lambda: x * x):
-        with pytest.raises(NotFoundError, match=FAKE_NAME) as info:
-            call()
-        assert "no kernel for device" in str(info.value)
-        assert CPU_NAME in str(info.value)   # where the op has kernels
+    with caplog.at_level("INFO", logger="hybridtf.placement"):
+        for _ in range(2):
+            result = tf.exp(x)
+            assert result.device == CPU_NAME   # soft placement: TF's default
+            np.testing.assert_allclose(result.numpy(), np.exp([1.0, 2.0]), rtol=1e-6)
+    logged = [r.getMessage() for r in caplog.records if "exp has no kernel" in r.getMessage()]
+    assert len(logged) == 1 and FAKE_NAME in logged[0]   # once per op and device
     assert fake_device == []
 
 
-def test_inputs_on_different_devices_are_an_error(fake_device):
-    x, y = _on_fake([1.0, 2.0]), tf.constant([1.0, 2.0])
-    with pytest.raises(InvalidArgumentError, match="different devices") as info:
-        tf.add(x, y)
-    assert FAKE_NAME in str(info.value) and CPU_NAME in str(info.value)
-    assert "add" in str(info.value)
-    assert fake_device == []
+def test_without_soft_placement_a_scoped_op_without_a_kernel_is_an_error(fake_device):
+    x = _on_fake([1.0, 2.0])
+    tf.config.set_soft_device_placement(False)
+    try:
+        with tf.device("/FAKE:0"):
+            with pytest.raises(InvalidArgumentError, match="exp: cannot run on") as info:
+                tf.exp(x)
+            assert FAKE_NAME in str(info.value)
+            with pytest.raises(InvalidArgumentError, match="Could not satisfy"):
+                with tf.device("/FAKE:7"):
+                    tf.add(x, x)
+    finally:
+        tf.config.set_soft_device_placement(True)
+    assert devices.PLACEMENT.soft and fake_device == []
+
+
+def test_inputs_on_different_devices_are_copied_to_the_op_device(fake_device):
+    x, y = _on_fake([1.0, 2.0]), tf.constant([10.0, 20.0])
+    for result in (tf.add(x, y), tf.add(y, x)):   # the input off the CPU decides
+        assert result.device == FAKE_NAME
+        np.testing.assert_array_equal(result.numpy(), [11.0, 22.0])
+    with tf.device("/CPU:0"):   # a scope decides before the inputs
+        on_cpu = tf.add(x, y)
+    assert on_cpu.device == CPU_NAME
+    np.testing.assert_array_equal(on_cpu.numpy(), [11.0, 22.0])
+    assert fake_device == ["add", "add"]
+
+
+def test_device_strings_are_parsed_as_tf_does():
+    assert devices.parse("/GPU:0") == ("GPU", 0)
+    assert devices.parse("gpu:1") == ("GPU", 1)
+    assert devices.parse("/job:localhost/replica:0/task:0/device:CPU:0") == ("CPU", 0)
+    assert devices.parse("/device:GPU:*") == ("GPU", None)
+    assert devices.parse("/job:localhost") == (None, None) == devices.parse("")
+    with pytest.raises(ValueError, match="Cannot parse device specification 'GPU0'"):
+        tf.device("GPU0")
+    with pytest.raises(TypeError, match="must be a string or None"):
+        tf.device(0)
+
+
+def test_without_a_gpu_every_scope_runs_on_the_cpu():
+    assert tf.config.list_logical_devices("GPU") == []
+    assert devices.PLACEMENT.cpu_only
+    for name in ("/GPU:0", "/CPU:0", "/TPU:3", None, ""):
+        with tf.device(name):
+            assert (tf.constant([1.0]) * 2.0).device == CPU_NAME
+            assert tf.Variable(1.0).device == CPU_NAME
 
 
 def test_the_fake_device_leaves_no_trace():

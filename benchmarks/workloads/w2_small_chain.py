@@ -4,9 +4,10 @@ from functools import partial
 import numpy as np
 
 from benchmarks import data
+from benchmarks.devices import CPU, placement, tf_placement
 from benchmarks.frameworks import decorate, require
 from benchmarks.harness import Prepared
-from benchmarks.workloads.base import Impl, Workload
+from benchmarks.workloads.base import Impl, Workload, on_gpu
 
 SHAPE = (100,)
 STEPS = 5
@@ -37,23 +38,26 @@ def build_numba(numba_module, profile):
     return Prepared(lambda: w2_fused(x))
 
 
-def build_tf(tf, profile, decorated):
+def build_tf(tf, profile, decorated, device=CPU):
     """TensorFlow and hybridtf: the same code under either module."""
     require(tf, "constant", "tanh")
-    x = tf.constant(inputs())
+    place = tf_placement(tf, device)
+    with place.scope():
+        x = tf.constant(inputs())
     fn = decorate(tf, chain(tf.tanh), decorated)
-    return Prepared(lambda: fn(x))
+    return Prepared(place.timed(lambda: fn(x)))
 
 
-def build_jax(jax, profile):
+def build_jax(jax, profile, device=CPU):
     f = jax.jit(chain(jax.numpy.tanh))
-    x = jax.numpy.asarray(inputs())
+    x = placement("jax", jax, device).put(inputs())
     return Prepared(lambda: f(x).block_until_ready())
 
 
-def build_torch(torch, profile):
-    f, x = chain(torch.tanh), torch.from_numpy(inputs())
-    return Prepared(lambda: f(x))
+def build_torch(torch, profile, device=CPU):
+    place = placement("torch", torch, device)
+    f, x = chain(torch.tanh), place.put(inputs())
+    return Prepared(place.timed(lambda: f(x)))
 
 
 WORKLOAD = Workload(
@@ -72,3 +76,5 @@ WORKLOAD = Workload(
         Impl("hybridtf", "function", partial(build_tf, decorated=True)),
     ),
 )
+
+GPU_WORKLOAD = on_gpu(WORKLOAD)

@@ -10,9 +10,10 @@ import numpy as np
 
 from benchmarks import adam, data, numpy_nn
 from benchmarks.agreement import Tolerance
+from benchmarks.devices import CPU, placement
 from benchmarks.frameworks import require, to_numpy
 from benchmarks.harness import Prepared
-from benchmarks.workloads.base import Impl, Workload
+from benchmarks.workloads.base import Impl, Workload, on_gpu
 
 SIZES = (784, 256, 128, 10)
 BATCH = 64
@@ -85,14 +86,15 @@ def make_train_step(tf, params, optimizer):
     return train_step
 
 
-def build_tf(tf, profile, decorated):
+def build_tf(tf, profile, decorated, device=CPU):
     """TensorFlow and hybridtf: the same code under either module."""
     require(tf, *TF_REQUIRED)
-    step, params = adam.tf_train_step(tf, make_train_step, initial_params(), batch(), decorated)
+    step, params = adam.tf_train_step(tf, make_train_step, initial_params(), batch(), decorated,
+                                      device)
     return _prepared(step, lambda: params, profile)
 
 
-def build_jax(jax, profile):
+def build_jax(jax, profile, device=CPU):
     jnp = jax.numpy
 
     def loss_fn(params, x, y):
@@ -102,15 +104,17 @@ def build_jax(jax, profile):
         log_probs = jax.nn.log_softmax(h @ w3 + b3)
         return -jnp.mean(jnp.take_along_axis(log_probs, y[:, None], axis=1))
 
-    step, read_params = adam.jax_train_step(jax, loss_fn, initial_params(), batch())
+    step, read_params = adam.jax_train_step(jax, loss_fn, initial_params(), batch(), device)
     return _prepared(step, read_params, profile)
 
 
-def torch_params_and_batch(torch):
-    """The initial parameters (requiring gradients) and the batch, as PyTorch tensors."""
-    params = [torch.tensor(p, requires_grad=True) for p in initial_params()]
+def torch_params_and_batch(torch, device=CPU):
+    """The initial parameters (requiring gradients) and the batch, as PyTorch tensors on
+    ``device``."""
+    place = placement("torch", torch, device)
+    params = [torch.tensor(p, requires_grad=True, device=place.device) for p in initial_params()]
     x, y = batch()
-    return params, torch.from_numpy(x), torch.from_numpy(y.astype(np.int64))
+    return params, place.put(x), place.put(y.astype(np.int64))
 
 
 def torch_loss(torch, params, x, y):
@@ -121,8 +125,8 @@ def torch_loss(torch, params, x, y):
     return torch.nn.functional.cross_entropy(h @ w3 + b3, y)
 
 
-def build_torch(torch, profile):
-    params, x, y = torch_params_and_batch(torch)
+def build_torch(torch, profile, device=CPU):
+    params, x, y = torch_params_and_batch(torch, device)
     optimizer = adam.TorchAdam(torch, params)
 
     def step():
@@ -130,7 +134,7 @@ def build_torch(torch, profile):
         grads = torch.autograd.grad(loss, params)
         optimizer.apply(params, grads)
         return loss.detach()
-    return _prepared(step, lambda: params, profile)
+    return _prepared(placement("torch", torch, device).timed(step), lambda: params, profile)
 
 
 IMPLS = (
@@ -161,3 +165,5 @@ WORKLOAD = Workload(
     impls=IMPLS,
     notes="NumPy: hand-written gradients (the reference).",
 )
+
+GPU_WORKLOAD = on_gpu(WORKLOAD)

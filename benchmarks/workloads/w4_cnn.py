@@ -11,9 +11,10 @@ import numpy as np
 
 from benchmarks import adam, data, numpy_nn
 from benchmarks.agreement import Tolerance
+from benchmarks.devices import CPU, placement
 from benchmarks.frameworks import require
 from benchmarks.harness import Prepared
-from benchmarks.workloads.base import Impl, Workload
+from benchmarks.workloads.base import Impl, Workload, on_gpu
 from benchmarks.workloads.w3_mlp import check_steps
 
 BATCH = 50
@@ -104,14 +105,15 @@ def make_train_step(tf, params, optimizer):
     return train_step
 
 
-def build_tf(tf, profile, decorated):
+def build_tf(tf, profile, decorated, device=CPU):
     """TensorFlow and hybridtf: the same code under either module."""
     require(tf, *TF_REQUIRED)
-    step, params = adam.tf_train_step(tf, make_train_step, initial_params(), batch(), decorated)
+    step, params = adam.tf_train_step(tf, make_train_step, initial_params(), batch(), decorated,
+                                      device)
     return _prepared(step, lambda: params, profile)
 
 
-def build_jax(jax, profile):
+def build_jax(jax, profile, device=CPU):
     jnp, lax = jax.numpy, jax.lax
     dims = ("NHWC", "HWIO", "NHWC")
 
@@ -130,7 +132,7 @@ def build_jax(jax, profile):
         log_probs = jax.nn.log_softmax(jnp.log(jnp.clip(probs, KERAS_EPSILON, 1.0 - KERAS_EPSILON)))
         return -jnp.mean(jnp.take_along_axis(log_probs, y[:, None], axis=1))
 
-    step, read_params = adam.jax_train_step(jax, loss_fn, initial_params(), batch())
+    step, read_params = adam.jax_train_step(jax, loss_fn, initial_params(), batch(), device)
     return _prepared(step, read_params, profile)
 
 
@@ -147,14 +149,15 @@ def from_torch_layout(params):
     return [k1.transpose(2, 3, 1, 0), c1, k2.transpose(2, 3, 1, 0), c2, w3, b3, w4, b4]
 
 
-def torch_params_and_batch(torch):
+def torch_params_and_batch(torch, device=CPU):
     """The initial parameters (requiring gradients, PyTorch's layout) and the batch (NCHW), as
-    PyTorch tensors."""
-    params = [torch.tensor(np.ascontiguousarray(p), requires_grad=True)
+    PyTorch tensors on ``device``."""
+    place = placement("torch", torch, device)
+    params = [torch.tensor(np.ascontiguousarray(p), requires_grad=True, device=place.device)
               for p in to_torch_layout(initial_params())]
     x, y = batch()
-    x = torch.from_numpy(np.ascontiguousarray(x.transpose(0, 3, 1, 2)))  # NCHW, PyTorch's layout
-    return params, x, torch.from_numpy(y.astype(np.int64))
+    x = place.put(np.ascontiguousarray(x.transpose(0, 3, 1, 2)))  # NCHW, PyTorch's layout
+    return params, x, place.put(y.astype(np.int64))
 
 
 def torch_loss(torch, params, x, y):
@@ -169,8 +172,8 @@ def torch_loss(torch, params, x, y):
     return functional.cross_entropy(log_probs, y)
 
 
-def build_torch(torch, profile):
-    params, x, y = torch_params_and_batch(torch)
+def build_torch(torch, profile, device=CPU):
+    params, x, y = torch_params_and_batch(torch, device)
     optimizer = adam.TorchAdam(torch, params)
 
     def step():
@@ -180,8 +183,8 @@ def build_torch(torch, profile):
         return loss.detach()
 
     def read_params():
-        return from_torch_layout([p.detach().numpy().copy() for p in params])
-    return _prepared(step, read_params, profile)
+        return from_torch_layout([p.detach().cpu().numpy().copy() for p in params])
+    return _prepared(placement("torch", torch, device).timed(step), read_params, profile)
 
 
 WORKLOAD = Workload(
@@ -200,3 +203,5 @@ WORKLOAD = Workload(
     ),
     notes="NumPy: hand-written gradients (the reference). PyTorch runs NCHW, its own layout.",
 )
+
+GPU_WORKLOAD = on_gpu(WORKLOAD)

@@ -3,9 +3,10 @@ from functools import partial
 
 import numpy as np
 
+from benchmarks.devices import CPU, placement, tf_placement
 from benchmarks.frameworks import decorate, require
 from benchmarks.harness import Prepared
-from benchmarks.workloads.base import Impl, Workload
+from benchmarks.workloads.base import Impl, Workload, on_gpu
 
 X0 = np.array([0.2, 0.25, 0.06, 0.9, 0.93], dtype=np.float32)
 
@@ -18,7 +19,7 @@ def build_numpy(np_module, profile):
     return Prepared(lambda: f(X0))
 
 
-def build_tf(tf, profile, decorated):
+def build_tf(tf, profile, decorated, device=CPU):
     """TensorFlow and hybridtf: the seed's code; under tf.function autograph turns the loop
     into a while_loop."""
     require(tf, "constant", "reduce_sum", "tanh")
@@ -29,28 +30,31 @@ def build_tf(tf, profile, decorated):
         while tf.reduce_sum(x) > 1:
             x = tf.tanh(x)
         return x
-    x = tf.constant(X0)
+    place = tf_placement(tf, device)
+    with place.scope():
+        x = tf.constant(X0)
     fn = decorate(tf, f, decorated)
-    return Prepared(lambda: fn(x))
+    return Prepared(place.timed(lambda: fn(x)))
 
 
-def build_jax(jax, profile):
+def build_jax(jax, profile, device=CPU):
     jnp = jax.numpy
 
     @jax.jit
     def f(x):
         return jax.lax.while_loop(lambda x: jnp.sum(x) > 1, jnp.tanh, x)
-    x = jnp.asarray(X0)
+    x = placement("jax", jax, device).put(X0)
     return Prepared(lambda: f(x).block_until_ready())
 
 
-def build_torch(torch, profile):
+def build_torch(torch, profile, device=CPU):
     def f(x):
         while torch.sum(x) > 1:
             x = torch.tanh(x)
         return x
-    x = torch.from_numpy(X0.copy())
-    return Prepared(lambda: f(x))
+    place = placement("torch", torch, device)
+    x = place.put(X0.copy())
+    return Prepared(place.timed(lambda: f(x)))
 
 
 WORKLOAD = Workload(
@@ -68,3 +72,5 @@ WORKLOAD = Workload(
         Impl("hybridtf", "function", partial(build_tf, decorated=True)),
     ),
 )
+
+GPU_WORKLOAD = on_gpu(WORKLOAD)

@@ -4,9 +4,10 @@ from functools import partial
 import numpy as np
 
 from benchmarks import data, numpy_nn
+from benchmarks.devices import CPU, placement, tf_placement
 from benchmarks.frameworks import decorate, require
 from benchmarks.harness import Prepared
-from benchmarks.workloads.base import Impl, Workload
+from benchmarks.workloads.base import Impl, Workload, on_gpu
 
 IMAGE = (1, 200, 200, 100)
 KERNEL = (3, 3, 100, 100)
@@ -24,21 +25,24 @@ def build_numpy(np_module, profile):
     return Prepared(lambda: numpy_nn.conv2d(image, kernel, "VALID") + bias)
 
 
-def build_tf(tf, profile, decorated):
+def build_tf(tf, profile, decorated, device=CPU):
     """TensorFlow and hybridtf: the layer's variables and its forward pass."""
     require(tf, "constant", "Variable", "nn.conv2d")
     image, kernel, bias = inputs()
-    kernel, bias = tf.Variable(kernel), tf.Variable(bias)
+    place = tf_placement(tf, device)
+    with place.scope():
+        kernel, bias = tf.Variable(kernel), tf.Variable(bias)
+        image = tf.constant(image)
 
     def conv(x):
         return tf.nn.conv2d(x, kernel, strides=1, padding="VALID") + bias
     fn = decorate(tf, conv, decorated)
-    image = tf.constant(image)
-    return Prepared(lambda: fn(image))
+    return Prepared(place.timed(lambda: fn(image)))
 
 
-def build_jax(jax, profile):
-    image, kernel, bias = (jax.numpy.asarray(a) for a in inputs())
+def build_jax(jax, profile, device=CPU):
+    put = placement("jax", jax, device).put
+    image, kernel, bias = (put(a) for a in inputs())
 
     @jax.jit
     def conv(x, k, b):
@@ -47,15 +51,16 @@ def build_jax(jax, profile):
     return Prepared(lambda: conv(image, kernel, bias).block_until_ready())
 
 
-def build_torch(torch, profile):
+def build_torch(torch, profile, device=CPU):
     image, kernel, bias = inputs()
+    place = placement("torch", torch, device)
     # PyTorch's own layout (NCHW, OIHW), converted once outside the timed call.
-    image = torch.from_numpy(np.ascontiguousarray(image.transpose(0, 3, 1, 2)))
-    kernel = torch.from_numpy(np.ascontiguousarray(kernel.transpose(3, 2, 0, 1)))
-    bias = torch.from_numpy(bias)
+    image = place.put(np.ascontiguousarray(image.transpose(0, 3, 1, 2)))
+    kernel = place.put(np.ascontiguousarray(kernel.transpose(3, 2, 0, 1)))
+    bias = place.put(bias)
     conv = torch.nn.functional.conv2d
-    return Prepared(lambda: conv(image, kernel, bias),
-                    check=lambda: conv(image, kernel, bias).numpy().transpose(0, 2, 3, 1))
+    return Prepared(place.timed(lambda: conv(image, kernel, bias)),
+                    check=lambda: conv(image, kernel, bias).cpu().numpy().transpose(0, 2, 3, 1))
 
 
 WORKLOAD = Workload(
@@ -73,3 +78,5 @@ WORKLOAD = Workload(
         Impl("hybridtf", "function", partial(build_tf, decorated=True)),
     ),
 )
+
+GPU_WORKLOAD = on_gpu(WORKLOAD)

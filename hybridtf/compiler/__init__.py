@@ -13,11 +13,12 @@ returned and assigned variables written back at the end.  Its steps:
    kernels warmed up.
 
 Steps 1 and 2 are the same for every backend; ``BACKENDS`` names the backends that build
-(``cpu``: Numba loops and a Python driver).  Everything the compiler knows about an op comes
+(``cpu``: Numba loops and a Python driver; ``cuda``: ``@cuda.jit`` kernels and a driver keeping
+values on the GPU).  Everything the compiler knows about an op comes
 from the op's registry entry (``registry.opdef``): its kind, its flags and its kernel for the
 backend with that kernel's forms.
 """
-from hybridtf.compiler import cpu
+from hybridtf.compiler import cpu, cuda
 from hybridtf.compiler import fold as fold_lib
 from hybridtf.compiler import plan as plan_lib
 from hybridtf.compiler.compiled import (CompilationError, CompilationWarning, CompiledGraph,
@@ -25,7 +26,7 @@ from hybridtf.compiler.compiled import (CompilationError, CompilationWarning, Co
 from hybridtf.framework import devices
 
 # backend name (a ``framework.devices.Backend``'s) -> its compiler: ``prepare(lowered)``
-BACKENDS = {"cpu": cpu}
+BACKENDS = {"cpu": cpu, "cuda": cuda}
 
 __all__ = ["BACKENDS", "CompilationError", "CompilationWarning", "CompiledGraph", "Lowered",
            "backend_for_device", "compile_graph", "describe", "fold", "lower", "prepare"]

@@ -33,7 +33,8 @@ def _input_arrays(node, known):
 
 def fold_constants(graph):
     """(id(tensor) -> array of every folded value, set of the ids of the folded nodes)."""
-    known = {id(placeholder): tensor._value for tensor, placeholder in graph.captures}
+    known = {id(placeholder): devices.to_host(tensor._value)
+             for tensor, placeholder in graph.captures}
     folded, nodes = {}, set()
     for node in graph.nodes:
         op, attrs = node.op, node.attrs
@@ -77,7 +78,7 @@ def small_constants(graph):
     that have one element: fused kernels take them as scalars (see ``render.literal_pays``)."""
     constants = {}
     for tensor, placeholder in graph.captures:
-        value = np.asarray(tensor._value)
+        value = np.asarray(devices.to_host(tensor._value))
         if value.size == 1 and value.dtype.kind in "biuf":
             constants[id(placeholder)] = value.reshape(-1)[0]
     return constants

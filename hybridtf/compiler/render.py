@@ -78,6 +78,55 @@ def pack_arrays(kernel, constants):
             for pack in kernel.packs]
 
 
+class Operands:
+    """What a rendered function reads, as every backend's renderer keeps it: ``names``
+    (id(tensor), or ("literal", id) -> the expression standing for its value), the tensors
+    passed as arguments (``args``, their names ``arg_names``, ``scalar_args``: rank 0), the
+    constants read from one pack argument per dtype (``packs``), and the lines that run before
+    the loop (``pre``).  ``constants``: id(tensor) -> the one value of each single-valued
+    constant."""
+
+    def __init__(self, constants):
+        self.constants = constants
+        self.names = {}
+        self.args, self.arg_names, self.scalar_args = [], [], []
+        self.packs = {}   # dtype -> the constants read from its pack argument, in order
+        self.pre = []
+
+    def known(self, t, as_literal=False):
+        """The expression of ``t`` already named, or of a constant (as a literal where
+        ``as_literal``, else read from its pack); None for a tensor to pass as an argument."""
+        key = ("literal", id(t)) if as_literal else id(t)
+        if key in self.names:
+            return self.names[key]
+        if as_literal:
+            value = literal(self.constants[id(t)], t._static_dtype)
+        elif id(t) in self.constants:
+            dtype = np.dtype(t._static_dtype)
+            pack = self.packs.setdefault(dtype, [])
+            value = f"p{list(self.packs).index(dtype)}[{len(pack)}]"
+            pack.append(t)
+        else:
+            return None
+        self.names[key] = f"c{len(self.names)}"
+        self.pre.append(f"    {self.names[key]} = {value}")
+        return self.names[key]
+
+    def argument(self, t):
+        """A new argument for ``t``; its name."""
+        name = f"a{len(self.args)}"
+        self.args.append(t)
+        self.arg_names.append(name)
+        self.scalar_args.append(len(t._static_shape) == 0)
+        return name
+
+    def read_once(self, t, expr):
+        """``t``'s one value, read by ``expr`` before the loop; the name it gets."""
+        name = self.names[id(t)] = f"s{len(self.names)}"
+        self.pre.append(f"    {name} = {expr}")
+        return name
+
+
 class LoopRenderer:
     """Renders fused groups as loop functions and gathers them into one module's source.
 
@@ -85,7 +134,8 @@ class LoopRenderer:
 
     * ``backend`` -- the ``framework.devices.Backend`` whose op kernels it asks (``literal_pays``);
     * ``header`` -- the module's first lines (imports, the decorator's definition);
-    * ``scalar_module`` -- the module whose ``f`` each op's scalar function ``f_f`` is;
+    * ``scalar_module`` -- the module whose ``f`` each op's scalar function ``f_f`` is (or
+      ``scalar_lines``, binding them otherwise);
     * ``decorator`` -- the line compiling a function, ``{options}`` standing for its options;
     * ``reduction_options`` -- the options of a loop with reductions (reassociation);
 
@@ -141,38 +191,23 @@ class LoopRenderer:
         in_place = in_place or {}
         shape = group.shape
         rank = len(shape)
-        names = {}        # id(tensor) -> expression inside the loop body
-        args, scalar_args, arg_names = [], [], []
-        packs = {}        # dtype -> the constants read from its pack argument, in order
-        pre, body, post = [], [], []
+        operands = Operands(constants)
+        names, args, scalar_args, arg_names, packs, pre = (
+            operands.names, operands.args, operands.scalar_args, operands.arg_names,
+            operands.packs, operands.pre)
+        body, post = [], []
         imports = []
         idx = [f"i{k}" for k in range(rank)]
         sizes = [None] * rank
 
         def value_of(t, as_literal=False):
-            key = id(t)
-            if as_literal:
-                key = ("literal", key)
-                if key not in names:
-                    names[key] = f"c{len(names)}"
-                    pre.append(f"    {names[key]} = {literal(constants[id(t)], t._static_dtype)}")
-                return names[key]
-            if key in names:
-                return names[key]
-            if key in constants:
-                dtype = np.dtype(t._static_dtype)
-                pack = packs.setdefault(dtype, [])
-                names[key] = f"c{len(names)}"
-                pre.append(f"    {names[key]} = p{list(packs).index(dtype)}[{len(pack)}]")
-                pack.append(t)
-                return names[key]
-            a = f"a{len(args)}"
-            args.append(t)
-            arg_names.append(a)
+            known = operands.known(t, as_literal)
+            if known is not None:
+                return known
+            a = operands.argument(t)
             s = t._static_shape
-            scalar_args.append(len(s) == 0)
             if len(s) == 0:
-                names[key] = a
+                names[id(t)] = a
                 return a
             offset = rank - len(s)
             index = []
@@ -186,11 +221,8 @@ class LoopRenderer:
                         sizes[k] = f"{a}.shape[{j}]"
             expr = f"{a}[{', '.join(index)}]"
             if all(i == "0" for i in index):
-                name = f"s{len(names)}"
-                pre.append(f"    {name} = {expr}")
-                names[key] = name
-                return name
-            names[key] = expr
+                return operands.read_once(t, expr)
+            names[id(t)] = expr
             return expr
 
         outputs = group.outputs
@@ -306,13 +338,18 @@ class LoopRenderer:
                       {key: next(i for i, a in enumerate(args) if a is t)
                        for key, t in in_place.items()}, parts, packs.values())
 
+    def scalar_lines(self, functions):
+        """The module's lines binding each name ``f_<op>`` of ``functions`` to the op's scalar
+        function."""
+        return [f"from {self.scalar_module} import "
+                + ", ".join(f"{f[2:]} as {f}" for f in functions)]
+
     def module_source(self, kernels):
         """The source of one module holding ``kernels`` (each function once)."""
         imports = sorted({f for k in kernels for f in k.imports})
         lines = [self.header.rstrip("\n")]
         if imports:
-            lines.append(f"from {self.scalar_module} import " + ", ".join(
-                f"{f[2:]} as {f}" for f in imports))
+            lines += self.scalar_lines(imports)
         seen = set()
         for k in kernels:
             if k.name in seen:

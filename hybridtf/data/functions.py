@@ -12,7 +12,7 @@ import numpy as np
 
 from hybridtf.autograph import operators as autograph_operators
 from hybridtf.data import structure as st
-from hybridtf.framework import nest
+from hybridtf.framework import devices, nest
 from hybridtf.framework.constant_op import convert_to_tensor
 from hybridtf.framework.tensor import Tensor
 from hybridtf.framework.tensor_spec import TensorSpec
@@ -84,7 +84,8 @@ class StructuredFunction:
             return
         function = Function(traced, name=f"{who}_{traced.__name__}",
                             input_signature=[structure])
-        self.concrete = function.get_concrete_function()
+        with devices.device("/CPU:0"):   # input pipelines run on the host, as in TF
+            self.concrete = function.get_concrete_function()
         graph = self.concrete.graph
         self.output_structure = nest.pack_sequence_as(
             graph.structured_outputs,

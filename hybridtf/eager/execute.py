@@ -2,6 +2,7 @@
 inputs, wrap, record."""
 import numpy as np
 
+from hybridtf.eager import placement
 from hybridtf.eager import tape as tape_lib
 from hybridtf.framework import context, devices, fp_errors
 from hybridtf.framework.constant_op import convert_to_tensor, python_scalar_array, to_numpy
@@ -11,6 +12,8 @@ from hybridtf.registry import Spec
 _TAPES = tape_lib.STATE  # per-thread: .active is the list of recording tapes
 _CPU = devices.CPU
 _CPU_TYPES = devices.CPU_TYPES   # exact types of CPU arrays: a set lookup per input
+# .cpu_only: every op runs on the CPU without asking (no GPU visible): the fast paths' condition
+_PLACEMENT = devices.PLACEMENT
 _NDARRAY = np.ndarray
 # Hot paths make a tensor as ``out = _new_tensor(Tensor); out._value = array``: Tensor(array)
 # without the frame of Tensor.__init__, which costs as much as a small op's checks.
@@ -21,10 +24,9 @@ _new_tuple = tuple.__new__   # Spec(shape, dtype) is _new_tuple(Spec, (shape, dt
 def execute(op, inputs, attrs):
     """Runs ``op`` on ``inputs`` (tensors) and returns its outputs as a tuple of tensors.
 
-    The op runs on the device holding its inputs (the CPU for an op without inputs), with its
-    kernel for that device's backend.  Inputs on different devices, or a device without a
-    kernel for the op, raise an error naming the op and the devices (raised by
-    ``devices.backend_of_values`` and ``OpDef.kernel``, where soft placement will plug in).
+    The op runs where ``placement.place`` puts it (TF's placement: the ``tf.device`` scope, the
+    device of its inputs, the GPU by default when there is one; the CPU for an op without a
+    kernel there), with its kernel for that device's backend.
     The op's shape/dtype rule and value checks run before its kernel, so bad input raises a
     clear error instead of reaching compiled code.  While a function is traced, an op with a
     symbolic input (or a stateful op) adds a node to the graph instead.
@@ -39,18 +41,21 @@ def execute(op, inputs, attrs):
         graph = context.current_graph()
         if graph is not None:
             return add_node(graph, op, inputs, attrs)
-    if on_cpu:   # the common case, checked per input above at the cost of a set lookup
+    if on_cpu and _PLACEMENT.cpu_only:   # the common case: a set lookup per input above
         backend = _CPU
         arrays = [v if type(v := t._value) is _NDARRAY else np.asarray(v) for t in inputs]
     else:
-        values = [t._value for t in inputs]
-        backend = devices.backend_of_values(op.name, values)
-        arrays = [backend.asarray(v) for v in values]
+        backend, arrays = placement.place(op, [t._value for t in inputs])
     kernel = op.kernels.get(backend.name) or op.kernel(backend)
-    op.infer([_new_tuple(Spec, (a.shape, a.dtype)) for a in arrays], attrs)
+    # (a device array's shape may not be a tuple: the CUDA simulator's refuses negative indices)
+    op.infer([_new_tuple(Spec, (a.shape if backend is _CPU else tuple(a.shape), a.dtype))
+              for a in arrays], attrs)
     if op.check_values is not None:
         op.check_values(arrays, attrs)
-    result = kernel.run(arrays, attrs)
+    if backend is _CPU:
+        result = kernel.run(arrays, attrs)
+    else:
+        result = placement.run_kernel(op, kernel, backend, arrays, attrs)
     if op.num_outputs == 1:
         out = _new_tensor(Tensor)
         out._value = result
@@ -156,7 +161,8 @@ def _fast_kernel(op, dtype):
 
 
 def execute_unary(op, x):
-    if type(x) is Tensor and (type(a := x._value) is _NDARRAY or type(a) in _CPU_TYPES):
+    if (type(x) is Tensor and (type(a := x._value) is _NDARRAY or type(a) in _CPU_TYPES)
+            and _PLACEMENT.cpu_only):
         kernel = op.cpu_ufuncs.get(a.dtype) or _fast_kernel(op, a.dtype)
         out = _new_tensor(Tensor)
         out._value = _QUIET.run(kernel, a)
@@ -166,7 +172,7 @@ def execute_unary(op, x):
     xt = as_tensor(x)
     if type(xt) is not Tensor:
         return add_node(_graph_for(xt), op, (xt,), None)[0]
-    if type(xt._value) in _CPU_TYPES:
+    if type(xt._value) in _CPU_TYPES and _PLACEMENT.cpu_only:
         return execute_unary(op, xt)
     return execute(op, (xt,), None)[0]
 
@@ -179,7 +185,7 @@ def execute_binary(op, x, y):
         if ty is Tensor:
             b = y._value
         elif (ty is float and (type(a) is _NDARRAY or type(a) in _CPU_TYPES)
-              and (dtype := a.dtype).kind == "f"):
+              and (dtype := a.dtype).kind == "f" and _PLACEMENT.cpu_only):
             return _with_python_float(op, x, a, dtype, y, True)
         else:
             x, y = binary_operands(op.name, x, y)
@@ -187,7 +193,7 @@ def execute_binary(op, x, y):
                 return add_node(_graph_for(y), op, (x, y), None)[0]
             b = y._value
     elif (type(x) is float and type(y) is Tensor and type(b := y._value) in _CPU_TYPES
-          and (dtype := b.dtype).kind == "f"):
+          and (dtype := b.dtype).kind == "f" and _PLACEMENT.cpu_only):
         return _with_python_float(op, y, b, dtype, x, False)
     else:
         x, y = binary_operands(op.name, x, y)
@@ -196,7 +202,8 @@ def execute_binary(op, x, y):
         a = x._value
         b = y._value
     if ((type(a) is not _NDARRAY and type(a) not in _CPU_TYPES)
-            or (type(b) is not _NDARRAY and type(b) not in _CPU_TYPES)):
+            or (type(b) is not _NDARRAY and type(b) not in _CPU_TYPES)
+            or not _PLACEMENT.cpu_only):
         return execute(op, (x, y), None)[0]
     dtype = a.dtype
     if dtype is not b.dtype:
@@ -284,7 +291,7 @@ def execute_ternary(op, c, x, y):
     for t in (ct, xt, yt):
         if type(t) is not Tensor:
             return add_node(_graph_for(t), op, (ct, xt, yt), None)[0]
-        if type(t._value) not in _CPU_TYPES:
+        if type(t._value) not in _CPU_TYPES or not _PLACEMENT.cpu_only:
             return execute(op, (ct, xt, yt), None)[0]
     arrays = [np.asarray(t._value) for t in (ct, xt, yt)]
     op.infer([Spec(a.shape, a.dtype) for a in arrays], None)

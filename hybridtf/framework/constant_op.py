@@ -11,7 +11,7 @@ import operator
 
 import numpy as np
 
-from hybridtf.framework import dtypes, fp_errors
+from hybridtf.framework import devices, dtypes, fp_errors
 from hybridtf.framework.errors import InvalidArgumentError
 from hybridtf.framework.tensor import Tensor
 
@@ -234,7 +234,7 @@ def constant(value, dtype=None, shape=None, name="Const"):
         else:
             raise TypeError(f"Eager execution of tf.constant with unsupported shape. Tried to "
                             f"convert {array.size} elements to shape {list(shape)}.")
-    return Tensor(array)
+    return Tensor(devices.placed(array))
 
 
 def python_scalar_array(value, np_dtype, op_name):

@@ -73,7 +73,9 @@ class Tensor:
     # whose shapes may have None dimensions.
     @property
     def _shape_tuple(self):
-        return self._value.shape
+        shape = self._value.shape
+        # (a tuple, even for the CUDA simulator's device arrays, whose shape is not one)
+        return shape if type(shape) is tuple else tuple(shape)
 
     @property
     def _np_dtype(self):
@@ -112,13 +114,14 @@ class Tensor:
         if self._value.ndim != 0 and self._value.size != 1:
             raise TypeError(f"Only a tensor with one element can be converted to a Python {kind}; "
                             f"this one has shape {self.shape}.")
-        return self._value.reshape(()) if self._value.ndim else self._value
+        value = devices.to_host(self._value)   # (copied from a GPU)
+        return value.reshape(()) if value.ndim else value
 
     def __bool__(self):
         if self._value.ndim != 0:
             raise ValueError(f"The truth value of a tensor of shape {self.shape} is ambiguous; "
                              "use tf.reduce_any or tf.reduce_all.")
-        return bool(self._value)
+        return bool(devices.to_host(self._value))
 
     def __float__(self):
         return float(self._scalar("float"))
@@ -130,7 +133,7 @@ class Tensor:
         if not self.dtype.is_integer or self._value.ndim != 0:
             raise TypeError(f"Only scalar integer tensors can be used as an index, got "
                             f"dtype {self.dtype.name} and shape {self.shape}.")
-        return int(self._value)
+        return int(devices.to_host(self._value))
 
     def __complex__(self):
         return complex(self._scalar("complex"))
@@ -170,8 +173,8 @@ class Tensor:
     def __deepcopy__(self, memo):
         return self
 
-    def __reduce__(self):
-        return Tensor, (self._value,)
+    def __reduce__(self):   # (a GPU tensor is unpickled on the host, as TF's)
+        return Tensor, (devices.to_host(self._value),)
 
 
 def is_tensor(value):

@@ -60,7 +60,7 @@ class Variable:
             if getattr(initial_value, "_is_variable", False):
                 initial_value = initial_value.value()
             if isinstance(initial_value, Tensor) and initial_value._value is None:  # symbolic
-                initial_value = Tensor(np.asarray(graph.evaluate(initial_value)))
+                initial_value = Tensor(np.asarray(devices.to_host(graph.evaluate(initial_value))))
         if isinstance(initial_value, Tensor) or getattr(initial_value, "_is_variable", False):
             value = np.asarray(initial_value)
             if dtype is not None and dtypes.as_dtype(dtype).as_numpy_dtype != value.dtype:
@@ -88,7 +88,7 @@ class Variable:
         self._value = self._snapshot = None
         if _creation_hook is not None:
             value = _creation_hook(self, value)
-        self._set(value)
+        self._set(devices.placed(value))
         self._initial_value = self._snapshot
 
     @staticmethod
@@ -220,7 +220,7 @@ class Variable:
         if array is value or array.base is not None:
             array = array.copy()   # the caller's NumPy array (or a view): theirs to change
         with self._lock:
-            self._set(array)
+            self._set(self._on_own_device(array))
         return self if read_value else None
 
     def assign_add(self, delta, use_locking=None, name=None, read_value=True):
@@ -238,11 +238,24 @@ class Variable:
         if graph is None:
             delta = self._converted(delta, op_name)   # before locking: it may read variables
             with self._lock:
-                self._set(combine(self._value, delta))
+                current = self._value
+                if type(current) in devices.CPU_TYPES:
+                    self._set(combine(current, delta))
+                else:   # on another device: its kernels (Tensor's operators, from the api layer)
+                    current, delta = Tensor(current), Tensor(delta)
+                    updated = current + delta if combine is np.add else current - delta
+                    self._set(self._on_own_device(updated._value))
             return
         # Tensor's arithmetic operators (attached by the api layer) add the op to the graph.
         value = self.value()
         self._assign_traced(graph, value + delta if combine is np.add else value - delta, op_name)
+
+    def _on_own_device(self, array):
+        """``array`` (a new value) on the device holding the variable."""
+        current = self._value
+        if type(current) in devices.CPU_TYPES and type(array) in devices.CPU_TYPES:
+            return array
+        return devices.on_backend(devices.backend_of(current), array)
 
     # ---- properties ------------------------------------------------------------------------
     name = property(lambda self: self._name)

@@ -69,8 +69,8 @@ class GraphTensor(Tensor):
 
     @property
     def device(self):
-        """The device the traced graph runs on: the CPU, where graphs are compiled and run."""
-        return devices.CPU.device_name
+        """The device the traced graph runs on."""
+        return self.graph.device
 
     def numpy(self):
         raise TypeError(f"Tensor {self._name!r} is symbolic (inside a traced hybridtf.function) "
@@ -149,6 +149,11 @@ class FuncGraph:
     def __init__(self, name, parent=None):
         self.name = name
         self.parent = parent    # the enclosing graph of a branch or loop body, else None
+        # The backend the graph runs on, placed when tracing starts as an eager op would be
+        # (the tf.device scope, else the default device); a branch or body runs on its parent's.
+        self.backend = (parent.backend if parent is not None
+                        else devices.CPU if devices.PLACEMENT.cpu_only
+                        else devices.placement_target())
         self.outer_inputs = []  # (tensor of an enclosing graph, placeholder standing for it)
         self._outer = {}
         self.inputs = []        # placeholders for the flattened tensor arguments
@@ -167,9 +172,8 @@ class FuncGraph:
 
     @property
     def device(self):
-        """The device the graph runs on (its tensors'): the CPU, where graphs are compiled and
-        run."""
-        return devices.CPU.device_name
+        """The full name of the device the graph runs on (``backend``'s)."""
+        return self.backend.device_name
 
     # ---- building -------------------------------------------------------------------------
     def _tensor(self, node, index, shape, dtype, label):

@@ -1,12 +1,18 @@
-"""Running a FuncGraph node by node on the ops' CPU kernels.
+"""Running a FuncGraph node by node on the ops' kernels for the graph's device.
 
 This is the first execution tier: a new trace runs at once, without waiting for a compiler.
-Graphs run on the CPU, where they are compiled.
+Each node runs with its kernel for the graph's backend (``FuncGraph.backend``), or on the CPU
+when it has none there (soft placement, as eager ops), its inputs copied where it runs;
+variables keep their values on their own device.
 """
 import numpy as np
 
+from hybridtf.eager import placement
 from hybridtf.framework import devices
 from hybridtf.registry import Spec
+
+_CPU = devices.CPU
+_PLACEMENT = devices.PLACEMENT
 
 
 def _bind_sources(graph, input_arrays, outer_arrays=()):
@@ -30,9 +36,16 @@ def infer_shapes(node, arrays):
     node.op.infer([Spec(a.shape, a.dtype) for a in arrays], node.attrs)
 
 
-def _run_node(node, values, call_index):
+def run_node(node, values, call_index, backend):
+    """Runs ``node`` on ``backend`` (the CPU when the op has no kernel there), reading its
+    inputs from ``values`` (id(tensor) -> array) and storing its outputs there."""
     op = node.op
-    arrays = [np.asarray(values[id(t)]) for t in node.inputs]
+    if backend is _CPU and _PLACEMENT.cpu_only:
+        arrays = [np.asarray(values[id(t)]) for t in node.inputs]
+    else:   # values may be on other devices (a variable on the GPU read by a CPU graph)
+        if not op.has_kernel(backend):
+            backend = _CPU
+        arrays = [devices.on_backend(backend, values[id(t)]) for t in node.inputs]
     if node.unknown_input_shapes:
         infer_shapes(node, arrays)
     attrs = node.attrs
@@ -43,7 +56,11 @@ def _run_node(node, values, call_index):
         attrs = dict(attrs, call_index=call_index)  # passed on to the random ops inside
     if op.check_values is not None:
         op.check_values(arrays, attrs)
-    result = op.kernel(devices.CPU).run(arrays, attrs)
+    kernel = op.kernel(backend)
+    if backend is _CPU:
+        result = kernel.run(arrays, attrs)
+    else:
+        result = placement.run_kernel(op, kernel, backend, arrays, attrs)
     outputs = (result,) if op.num_outputs == 1 else tuple(result)
     for tensor, value in zip(node.outputs, outputs):
         values[id(tensor)] = value
@@ -53,11 +70,21 @@ def run(graph, input_arrays, call_index=0):
     """Runs every node in program order; returns the output values and assigns variables
     (the caller holds the locks of the variables the graph updates)."""
     values = _bind_sources(graph, input_arrays)
+    backend = graph.backend
     for node in graph.nodes:
-        _run_node(node, values, call_index)
+        run_node(node, values, call_index, backend)
     for variable, tensor in graph.updated_variables():
-        variable._set(np.array(values[id(tensor)]), owned=True)
+        variable._set(_own_copy(variable, values[id(tensor)]), owned=True)
     return [values[id(t)] for t in graph.outputs]
+
+
+def _own_copy(variable, array):
+    """A new array holding ``array``'s value, on the variable's device."""
+    if type(array) in devices.CPU_TYPES and type(variable._value) in devices.CPU_TYPES:
+        return np.array(array)
+    backend = devices.backend_of(variable._value)
+    moved = devices.on_backend(backend, array)
+    return moved if moved is not array else backend.copy(moved)
 
 
 def run_subgraph(graph, outer_arrays, input_arrays=(), call_index=0):
@@ -65,7 +92,7 @@ def run_subgraph(graph, outer_arrays, input_arrays=(), call_index=0):
     outputs (which end with the new values of the variables it assigns)."""
     values = _bind_sources(graph, input_arrays, outer_arrays)
     for node in graph.nodes:
-        _run_node(node, values, call_index)
+        run_node(node, values, call_index, graph.backend)
     return [values[id(t)] for t in graph.outputs]
 
 
@@ -79,5 +106,5 @@ def evaluate(graph, tensors, input_arrays):
             if node.op.stateful:
                 raise ValueError(f"A variable's initial value depends on the stateful op "
                                  f"{node.op.name!r}; create the variable outside the function.")
-            _run_node(node, values, 0)
+            run_node(node, values, 0, graph.backend)
     return [values[id(t)] for t in tensors]

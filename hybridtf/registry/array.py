@@ -6,18 +6,24 @@ import numpy as np
 
 from ops import array as kernels
 from ops import reduce as reduce_kernels
+from ops.cuda import array as cuda_kernels
+from ops.cuda import elementwise as cuda_elementwise
+from ops.cuda import reduce as cuda_reduce
 
 from hybridtf.registry.public_ops import array_ops as A
 from hybridtf.registry.public_ops import math_ops as M
 from hybridtf.registry.public_ops import segment_ops as S
+from hybridtf.framework import devices
 from hybridtf.framework.errors import UnimplementedError
 from hybridtf.registry import Kernel, OpDef, Spec, checks, register, sizes
 from hybridtf.registry.elementwise import unbroadcast
 
 
-def _one(name, cpu_kernel, infer, grad=None, kind="opaque", **kw):
-    """Registers op ``name`` with its CPU kernel (see ``OpDef`` for the rest)."""
-    return register(OpDef(name, kind, {"cpu": cpu_kernel}, infer, grad, **kw))
+def _one(name, cpu_kernel, infer, grad=None, kind="opaque", cuda=None, **kw):
+    """Registers op ``name`` with its CPU kernel and, where given, its ``cuda`` kernel (see
+    ``OpDef`` for the rest)."""
+    by_backend = {"cpu": cpu_kernel} if cuda is None else {"cpu": cpu_kernel, "cuda": cuda}
+    return register(OpDef(name, kind, by_backend, infer, grad, **kw))
 
 
 # ---- reshape, transpose, broadcast ------------------------------------------------------------
@@ -54,7 +60,9 @@ RESHAPE = _one(
                                                           attrs["shape"])),
     lambda specs, attrs: [Spec(resolve_shape("reshape", specs[0].shape, attrs["shape"]),
                                specs[0].dtype)],
-    lambda record, grads: (A.reshape_like(grads[0], record.inputs[0]),), kind="view")
+    lambda record, grads: (A.reshape_like(grads[0], record.inputs[0]),), kind="view",
+    cuda=lambda arrays, attrs: cuda_kernels.reshape(
+        arrays[0], resolve_shape("reshape", arrays[0].shape, attrs["shape"])))
 
 
 def _perm(op_name, perm, rank):
@@ -75,7 +83,9 @@ TRANSPOSE = _one(
                                      _perm("transpose", attrs["perm"], len(specs[0].shape))),
                                specs[0].dtype)],
     lambda record, grads: (A.transpose(grads[0], list(np.argsort(
-        _perm("transpose", record.attrs["perm"], record.inputs[0].ndim)))),))
+        _perm("transpose", record.attrs["perm"], record.inputs[0].ndim)))),),
+    cuda=lambda arrays, attrs: cuda_kernels.transpose(
+        arrays[0], _perm("transpose", attrs["perm"], arrays[0].ndim)))
 
 
 def _broadcast_infer(specs, attrs):
@@ -103,7 +113,8 @@ def _broadcast_to(arrays, attrs):
 BROADCAST_TO = _one(
     "broadcast_to", _broadcast_to,
     _broadcast_infer,
-    lambda record, grads: (unbroadcast(grads[0], record.inputs[0]),))
+    lambda record, grads: (unbroadcast(grads[0], record.inputs[0]),),
+    cuda=lambda arrays, attrs: cuda_elementwise.broadcast_to(arrays[0], attrs["shape"]))
 
 
 # ---- squeeze ------------------------------------------------------------------------------------
@@ -125,7 +136,8 @@ def _squeeze_infer(specs, attrs):
 
 SQUEEZE = _one(
     "squeeze", lambda arrays, attrs: np.squeeze(arrays[0], attrs["axes"]), _squeeze_infer,
-    lambda record, grads: (A.reshape_like(grads[0], record.inputs[0]),))
+    lambda record, grads: (A.reshape_like(grads[0], record.inputs[0]),),
+    cuda=lambda arrays, attrs: cuda_kernels.squeeze(arrays[0], attrs["axes"]))
 
 
 # ---- cast, identity -----------------------------------------------------------------------------
@@ -153,10 +165,19 @@ def _cast_eager(arrays, attrs):
     return x.astype(attrs["dtype"])
 
 
-CAST = _one("cast", _cast_eager, _cast_infer, _cast_grad)
-IDENTITY = _one("identity", lambda arrays, attrs: arrays[0],
+CAST = _one("cast", _cast_eager, _cast_infer, _cast_grad,
+            cuda=lambda arrays, attrs: cuda_elementwise.cast(arrays[0], attrs["dtype"]))
+
+
+def _same_array(arrays, attrs):
+    return arrays[0]
+
+
+# An alias's output is its input on any device: the same kernel serves the CPU and the GPU
+# (placement copies the input first where the op runs elsewhere: tf.identity's copy).
+IDENTITY = _one("identity", _same_array,
                 lambda specs, attrs: [Spec(specs[0].shape, specs[0].dtype)],
-                lambda record, grads: (grads[0],), kind="alias")
+                lambda record, grads: (grads[0],), kind="alias", cuda=_same_array)
 
 
 # ---- concat and split ---------------------------------------------------------------------------
@@ -190,7 +211,9 @@ def _concat_grad(record, grads):
 
 CONCAT = _one("concat",
               lambda arrays, attrs: np.concatenate(arrays, axis=attrs["axis"]),
-              _concat_infer, _concat_grad)
+              _concat_infer, _concat_grad,
+              cuda=lambda arrays, attrs: cuda_kernels.concat(
+                  arrays, checks.axis("concat", attrs["axis"], arrays[0].ndim)))
 
 
 def split_sizes(op_name, dim, num_or_sizes):
@@ -224,11 +247,22 @@ def _split_infer(specs, attrs):
     return [Spec(x.shape[:axis] + (s,) + x.shape[axis + 1:], x.dtype) for s in sizes]
 
 
+def _split_axis(x, attrs):
+    """(axis, part sizes) of a split of ``x`` when it runs."""
+    axis = checks.axis("split", attrs["axis"], x.ndim)
+    return axis, split_sizes("split", x.shape[axis], attrs["sizes"])
+
+
 def _split_eager(arrays, attrs):
     x, = arrays
-    axis = checks.axis("split", attrs["axis"], x.ndim)
-    sizes = split_sizes("split", x.shape[axis], attrs["sizes"])
+    axis, sizes = _split_axis(x, attrs)
     return tuple(np.split(x, np.cumsum(sizes)[:-1], axis=axis))
+
+
+def _split_cuda(arrays, attrs):
+    x, = arrays
+    axis, sizes = _split_axis(x, attrs)
+    return cuda_kernels.split(x, sizes, axis)
 
 
 def _split_grad(record, grads):
@@ -236,7 +270,8 @@ def _split_grad(record, grads):
     return (A.concat(filled, axis=record.attrs["axis"]),)
 
 
-SPLIT = _one("split", _split_eager, _split_infer, _split_grad, num_outputs=None)
+SPLIT = _one("split", _split_eager, _split_infer, _split_grad, num_outputs=None,
+             cuda=_split_cuda)
 
 
 # ---- tile, pad ----------------------------------------------------------------------------------
@@ -261,7 +296,9 @@ def _tile_grad(record, grads):
 
 
 TILE = _one("tile", lambda arrays, attrs: np.tile(arrays[0], [int(m) for m in attrs["multiples"]]),
-            _tile_infer, _tile_grad)
+            _tile_infer, _tile_grad,
+            cuda=lambda arrays, attrs: cuda_kernels.tile(
+                arrays[0], [int(m) for m in attrs["multiples"]]))
 
 
 def _pad_infer(specs, attrs):
@@ -287,6 +324,12 @@ def _pad_eager(arrays, attrs):
     return np.pad(x, pads, constant_values=attrs["constant_values"])
 
 
+def _pad_cuda(arrays, attrs):
+    x = arrays[0]
+    pads = np.asarray(attrs["paddings"], dtype=np.int64).reshape(-1, 2)[:x.ndim]
+    return cuda_kernels.pad(x, pads.tolist(), attrs["constant_values"])
+
+
 def _pad_grad(record, grads):
     x = record.inputs[0]
     pads = np.asarray(record.attrs["paddings"]).reshape(-1, 2)
@@ -294,7 +337,7 @@ def _pad_grad(record, grads):
     return (grads[0][index],)
 
 
-PAD = _one("pad", _pad_eager, _pad_infer, _pad_grad)
+PAD = _one("pad", _pad_eager, _pad_infer, _pad_grad, cuda=_pad_cuda)
 
 
 # ---- gather, one_hot ----------------------------------------------------------------------------
@@ -312,7 +355,8 @@ def _gather_infer(specs, attrs):
 
 def check_indices(op_name, indices, limit, what="indices", drop_negative=False):
     """Every index in [0, limit) (or negative, with ``drop_negative``), or InvalidArgumentError
-    naming the first that is not."""
+    naming the first that is not.  Indices on a device are copied to the host to be read."""
+    indices = devices.to_host(indices)
     if indices.size:
         bad = indices >= limit if drop_negative else (indices < 0) | (indices >= limit)
         if bad.any():
@@ -351,7 +395,9 @@ GATHER = _one("gather",
               lambda arrays, attrs: kernels.gather(arrays[0], arrays[1],
                                                    checks.axis("gather", attrs["axis"],
                                                                arrays[0].ndim)),
-              _gather_infer, _gather_grad, check_values=_gather_check)
+              _gather_infer, _gather_grad, check_values=_gather_check,
+              cuda=lambda arrays, attrs: cuda_kernels.gather(
+                  arrays[0], arrays[1], checks.axis("gather", attrs["axis"], arrays[0].ndim)))
 
 
 def _one_hot_infer(specs, attrs):
@@ -371,7 +417,10 @@ ONE_HOT = _one("one_hot",
                lambda arrays, attrs: kernels.one_hot(
                    arrays[0], attrs["depth"], attrs["on_value"], attrs["off_value"],
                    checks.axis("one_hot", attrs["axis"], arrays[0].ndim + 1), attrs["dtype"]),
-               _one_hot_infer)
+               _one_hot_infer,
+               cuda=lambda arrays, attrs: cuda_kernels.one_hot(
+                   arrays[0], attrs["depth"], attrs["on_value"], attrs["off_value"],
+                   checks.axis("one_hot", attrs["axis"], arrays[0].ndim + 1), attrs["dtype"]))
 
 
 # ---- slicing ------------------------------------------------------------------------------------
@@ -403,7 +452,8 @@ STRIDED_SLICE = _one(
     "strided_slice", lambda arrays, attrs: checks.contiguous(arrays[0][attrs["spec"]]),
     _slice_infer,
     lambda record, grads: (A.strided_slice_grad(grads[0], record.inputs[0],
-                                                record.attrs["spec"]),))
+                                                record.attrs["spec"]),),
+    cuda=lambda arrays, attrs: cuda_kernels.strided_slice(arrays[0], attrs["spec"]))
 
 
 def _slice_grad_eager(arrays, attrs):
@@ -416,7 +466,9 @@ def _slice_grad_eager(arrays, attrs):
 STRIDED_SLICE_GRAD = _one(
     "strided_slice_grad", _slice_grad_eager,
     lambda specs, attrs: [Spec(tuple(specs[1].shape), specs[0].dtype)],
-    lambda record, grads: (A.strided_slice(grads[0], record.attrs["spec"]), None))
+    lambda record, grads: (A.strided_slice(grads[0], record.attrs["spec"]), None),
+    cuda=lambda arrays, attrs: cuda_kernels.strided_slice_grad(arrays[0], arrays[1].shape,
+                                                               attrs["spec"]))
 
 
 # ---- ops that traced code needs where eager code reads the value directly ------------------------
@@ -426,35 +478,43 @@ FILL_LIKE = _one(
     Kernel(lambda arrays, attrs: np.full(np.shape(arrays[0]), attrs["value"], attrs["dtype"]),
            constant=lambda arrays, attrs: np.broadcast_to(
                np.asarray(attrs["value"], attrs["dtype"]), np.shape(arrays[0]))),
-    lambda specs, attrs: [Spec(specs[0].shape, np.dtype(attrs["dtype"]))], shape_only=True)
+    lambda specs, attrs: [Spec(specs[0].shape, np.dtype(attrs["dtype"]))], shape_only=True,
+    cuda=lambda arrays, attrs: cuda_elementwise.fill(np.shape(arrays[0]), attrs["value"],
+                                                     attrs["dtype"]))
 SHAPE = _one(
     "shape", lambda arrays, attrs: np.asarray(np.shape(arrays[0]), dtype=attrs["dtype"]),
     lambda specs, attrs: [Spec((len(specs[0].shape),), np.dtype(attrs["dtype"]))],
     shape_only=True)
-STOP_GRADIENT = _one("stop_gradient", lambda arrays, attrs: arrays[0],
-                     lambda specs, attrs: [Spec(specs[0].shape, specs[0].dtype)], kind="alias")
+STOP_GRADIENT = _one("stop_gradient", _same_array,
+                     lambda specs, attrs: [Spec(specs[0].shape, specs[0].dtype)], kind="alias",
+                     cuda=_same_array)
 WHERE_INDICES = _one(
     "where_indices", lambda arrays, attrs: np.argwhere(arrays[0]).astype(np.int64),
     lambda specs, attrs: [Spec((None, len(specs[0].shape)), np.dtype(np.int64))])
 
 
 # ---- shape-polymorphic helpers of gradient rules (dimensions may be unknown while tracing) -------
-def _sum_to_shape(g, shape):
+def _sum_to_shape(g, shape, reduce_sum=reduce_kernels.reduce_sum):
+    """``g`` summed, with the backend's ``reduce_sum``, over its leading axes and the axes where
+    ``shape`` has a 1, in ``shape``: the gradient of a broadcast from ``shape`` to g's."""
     lead = g.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape)
                                       if d == 1 and g.shape[lead + i] != 1)
-    return reduce_kernels.reduce_sum(g, axes, True).reshape(shape) if axes else g.reshape(shape)
+    return reduce_sum(g, axes, True).reshape(shape) if axes else g.reshape(shape)
 
 
 SUM_TO_LIKE = _one(
     "sum_to_like", lambda arrays, attrs: _sum_to_shape(arrays[0], arrays[1].shape),
     lambda specs, attrs: [Spec(specs[1].shape, specs[0].dtype)],
-    lambda record, grads: (A.broadcast_like(grads[0], record.inputs[0]), None))
+    lambda record, grads: (A.broadcast_like(grads[0], record.inputs[0]), None),
+    cuda=lambda arrays, attrs: _sum_to_shape(arrays[0], tuple(arrays[1].shape),
+                                             cuda_reduce.reduce_sum))
 BROADCAST_LIKE = _one(
     "broadcast_like",
     lambda arrays, attrs: checks.contiguous(np.broadcast_to(arrays[0], arrays[1].shape)),
     lambda specs, attrs: [Spec(specs[1].shape, specs[0].dtype)],
-    lambda record, grads: (A.sum_to_like(grads[0], record.inputs[0]), None))
+    lambda record, grads: (A.sum_to_like(grads[0], record.inputs[0]), None),
+    cuda=lambda arrays, attrs: cuda_elementwise.broadcast_to(arrays[0], arrays[1].shape))
 
 
 def _reshape_like_infer(specs, attrs):
@@ -480,17 +540,24 @@ RESHAPE_LIKE = _one(
     check_values=_reshape_like_check)
 
 
+def _reduced_kept(g, x, attrs):
+    """``g`` (a reduction of ``x`` or its gradient) with the reduced axes kept as 1s."""
+    if attrs["keepdims"]:
+        return g
+    return g.reshape(tuple(1 if i in attrs["axes"] else d for i, d in enumerate(x.shape)))
+
+
 def _unreduce_eager(arrays, attrs):
     g, x = arrays
-    if not attrs["keepdims"]:
-        g = g.reshape([1 if i in attrs["axes"] else d for i, d in enumerate(x.shape)])
-    return checks.contiguous(np.broadcast_to(g, x.shape))
+    return checks.contiguous(np.broadcast_to(_reduced_kept(g, x, attrs), x.shape))
 
 
 UNREDUCE = _one(
     "unreduce", _unreduce_eager, lambda specs, attrs: [Spec(specs[1].shape, specs[0].dtype)],
     lambda record, grads: (M.reduce_sum(grads[0], axis=list(record.attrs["axes"]),
-                                        keepdims=record.attrs["keepdims"]), None))
+                                        keepdims=record.attrs["keepdims"]), None),
+    cuda=lambda arrays, attrs: cuda_elementwise.broadcast_to(
+        _reduced_kept(arrays[0], arrays[1], attrs), tuple(arrays[1].shape)))
 
 
 def _range_length(start, limit, delta):
@@ -510,13 +577,30 @@ def _range_length(start, limit, delta):
     return max(math.ceil(steps), 0)
 
 
-def _range_eager(arrays, attrs):
+def _range_bounds(arrays, attrs):
+    """start, limit and delta as Python numbers (from the host, or copied from a device), and
+    the length of the range, checked."""
     start, limit, delta = [np.asarray(a).item() for a in arrays]
     length = _range_length(start, limit, delta)
     sizes.check_allocation("range", (length,), attrs["dtype"], "start, limit and delta")
+    return start, limit, delta, length
+
+
+def _range_eager(arrays, attrs):
+    start, limit, delta, _ = _range_bounds(arrays, attrs)
     # (bounds beyond an integer dtype wrap, as in TF)
     return np.arange(start, limit, delta).astype(attrs["dtype"])
 
 
+def _range_cuda(arrays, attrs):
+    start, limit, delta, length = _range_bounds(arrays, attrs)
+    # As np.arange: in int64 when all three are integers, else in float64 with the step taken
+    # between the first two values (start + delta rounded), each value start + i * step.
+    if not all(isinstance(v, int) for v in (start, limit, delta)):
+        start, delta = float(start), float(start + delta) - float(start)
+    return cuda_elementwise.arange(start, delta, length, attrs["dtype"])
+
+
 RANGE = sizes.register_opaque("range", _range_eager,
-                              lambda specs, attrs: [Spec((None,), np.dtype(attrs["dtype"]))])
+                              lambda specs, attrs: [Spec((None,), np.dtype(attrs["dtype"]))],
+                              cuda_kernel=_range_cuda)

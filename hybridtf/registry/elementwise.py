@@ -2,6 +2,7 @@
 import numpy as np
 
 from ops import elementwise as kernels
+from ops.cuda import elementwise as cuda_kernels
 
 from hybridtf.registry.public_ops import array_ops as A
 from hybridtf.registry.public_ops import math_ops as M
@@ -90,15 +91,33 @@ def _cpu_kernel(name, literal_pays=None):
                   literal_pays=literal_pays)
 
 
+def _cuda_kernel(name):
+    """The CUDA kernel of elementwise op ``name``: generated from the same scalar function."""
+    return lambda arrays, attrs: cuda_kernels.run(name, arrays)
+
+
+def _on_device(array):
+    # A Numba device array (on a GPU, or the simulator's): checked there, only a flag comes back.
+    return hasattr(array, "copy_to_host")
+
+
 def _no_negative_integer_exponent(arrays, attrs):
     x, y = arrays
-    if x.dtype.kind in "iu" and (np.asarray(y) < 0).any():
+    if x.dtype.kind not in "iu":
+        return
+    if _on_device(y):
+        negative = y.dtype.kind == "i" and cuda_kernels.any_in_range(
+            y, np.iinfo(y.dtype).min, -1)
+    else:
+        negative = (np.asarray(y) < 0).any()
+    if negative:
         checks.fail("pow", "Integers to negative integer powers are not allowed.")
 
 
 def _no_integer_zero_divisor(arrays, attrs):
     x, y = arrays
-    if y.dtype.kind in "iu" and (y == 0).any():
+    if y.dtype.kind in "iu" and (cuda_kernels.any_in_range(y, 0, 0) if _on_device(y)
+                                 else (y == 0).any()):
         checks.fail("floordiv", "Integer division by zero.")
 
 
@@ -106,7 +125,8 @@ def define(name, grad=None, check_values=None, literal_pays=None):
     """Registers elementwise op ``name`` of ``ops.elementwise.SCALAR_OPS``.  Its value checks,
     if any, concern only an integer second operand (``OpDef.float_safe_checks``)."""
     scalar = kernels.SCALAR_OPS[name]
-    return register(OpDef(name, "elementwise", {"cpu": _cpu_kernel(name, literal_pays)},
+    return register(OpDef(name, "elementwise", {"cpu": _cpu_kernel(name, literal_pays),
+                                                "cuda": _cuda_kernel(name)},
                           _infer(name, scalar), grad, check_values=check_values, scalar=scalar,
                           float_safe_checks=check_values is not None))
 

@@ -1,5 +1,6 @@
 """Matrix multiplication (2-D and batched, with broadcast batch dimensions)."""
 from ops import linalg as kernels
+from ops.cuda import linalg as cuda_kernels
 
 from hybridtf.registry.public_ops import array_ops as A
 from hybridtf.registry.public_ops import math_ops as M
@@ -78,11 +79,14 @@ def _transposes(attrs):
 
 
 # On the CPU a compiled graph calls BLAS directly, and may compute a product by blocks of rows
-# inside the loop that consumes it (the Kernel's ``direct`` and ``rows`` forms).
+# inside the loop that consumes it (the Kernel's ``direct`` and ``rows`` forms).  On the GPU:
+# cuBLAS when CuPy is installed, else a tiled kernel.
 MATMUL = register(OpDef(
     "matmul", "opaque",
     {"cpu": Kernel(lambda arrays, attrs: kernels.matmul(arrays[0], arrays[1],
                                                         *_transposes(attrs)),
                    direct=kernels.matmul, direct_args=_transposes,
-                   rows=kernels.matmul_rows_kernel)},
+                   rows=kernels.matmul_rows_kernel),
+     "cuda": lambda arrays, attrs: cuda_kernels.matmul(arrays[0], arrays[1],
+                                                       *_transposes(attrs))},
     _infer, _grad))

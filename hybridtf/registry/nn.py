@@ -3,6 +3,10 @@ import numpy as np
 
 from ops import elementwise
 from ops import nn as kernels
+from ops.cuda import conv as cuda_conv
+from ops.cuda import elementwise as cuda_elementwise
+from ops.cuda import nn as cuda_logits
+from ops.cuda import pooling as cuda_pooling
 
 from hybridtf.registry.public_ops import array_ops as A
 from hybridtf.registry.public_ops import math_ops as M
@@ -44,10 +48,12 @@ def _log_softmax_grad(record, grads):
 
 
 SOFTMAX = register(OpDef("softmax", "opaque",
-                         {"cpu": lambda arrays, attrs: kernels.softmax(arrays[0])},
+                         {"cpu": lambda arrays, attrs: kernels.softmax(arrays[0]),
+                          "cuda": lambda arrays, attrs: cuda_logits.softmax(arrays[0])},
                          _last_axis_infer("softmax"), _softmax_grad))
 LOG_SOFTMAX = register(OpDef("log_softmax", "opaque",
-                             {"cpu": lambda arrays, attrs: kernels.log_softmax(arrays[0])},
+                             {"cpu": lambda arrays, attrs: kernels.log_softmax(arrays[0]),
+                              "cuda": lambda arrays, attrs: cuda_logits.log_softmax(arrays[0])},
                              _last_axis_infer("log_softmax"), _log_softmax_grad))
 
 
@@ -70,6 +76,10 @@ def _sparse_xent_infer(specs, attrs):
 
 def _sparse_xent_check(arrays, attrs):
     logits, labels = arrays
+    if not isinstance(labels, np.ndarray):
+        # On a GPU a label outside [0, classes) gives NaN in its loss and gradient rows instead,
+        # as TF documents (the kernel never reads out of bounds), with no copy to the host.
+        return
     check_indices("sparse_softmax_cross_entropy_with_logits", labels, logits.shape[1], "labels")
 
 
@@ -89,7 +99,8 @@ def _sparse_xent_grad(record, grads):
 
 SPARSE_XENT = register(OpDef(
     "sparse_softmax_cross_entropy_with_logits", "opaque",
-    {"cpu": lambda arrays, attrs: kernels.sparse_softmax_cross_entropy(arrays[0], arrays[1])},
+    {"cpu": lambda arrays, attrs: kernels.sparse_softmax_cross_entropy(arrays[0], arrays[1]),
+     "cuda": lambda arrays, attrs: cuda_logits.sparse_softmax_cross_entropy(arrays[0], arrays[1])},
     _sparse_xent_infer, _sparse_xent_grad, check_values=_sparse_xent_check, num_outputs=2))
 
 
@@ -123,7 +134,9 @@ def _xent_grad(record, grads):
 XENT = register(OpDef(
     "softmax_cross_entropy_with_logits", "opaque",
     {"cpu": lambda arrays, attrs: kernels.softmax_cross_entropy(
-        arrays[0], checks.contiguous(np.broadcast_to(arrays[1], arrays[0].shape)))},
+        arrays[0], checks.contiguous(np.broadcast_to(arrays[1], arrays[0].shape))),
+     # (the CUDA kernel reads labels of a broadcasting shape in place)
+     "cuda": lambda arrays, attrs: cuda_logits.softmax_cross_entropy(arrays[0], arrays[1])},
     _xent_infer, _xent_grad, num_outputs=2))
 
 
@@ -188,7 +201,8 @@ def _conv_kw(attrs):
 
 CONV2D = register(OpDef(
     "conv2d", "opaque",
-    {"cpu": lambda arrays, attrs: kernels.conv2d(arrays[0], arrays[1], *_conv_args(attrs))},
+    {"cpu": lambda arrays, attrs: kernels.conv2d(arrays[0], arrays[1], *_conv_args(attrs)),
+     "cuda": lambda arrays, attrs: cuda_conv.conv2d(arrays[0], arrays[1], *_conv_args(attrs))},
     _conv_infer, _conv_grad))
 
 
@@ -220,6 +234,8 @@ def backprop_input_shape(attrs, dy):
 CONV2D_BACKPROP_INPUT = register(OpDef(
     "conv2d_backprop_input", "opaque",
     {"cpu": lambda arrays, attrs: kernels.conv2d_backprop_input(
+        backprop_input_shape(attrs, arrays[1]), arrays[0], arrays[1], *_conv_args(attrs)),
+     "cuda": lambda arrays, attrs: cuda_conv.conv2d_backprop_input(
         backprop_input_shape(attrs, arrays[1]), arrays[0], arrays[1], *_conv_args(attrs))},
     _backprop_input_infer, _backprop_input_grad))
 
@@ -246,6 +262,8 @@ def _backprop_filter_grad(record, grads):
 CONV2D_BACKPROP_FILTER = register(OpDef(
     "conv2d_backprop_filter", "opaque",
     {"cpu": lambda arrays, attrs: kernels.conv2d_backprop_filter(
+        arrays[0], tuple(attrs["filter_shape"]), arrays[1], *_conv_args(attrs)),
+     "cuda": lambda arrays, attrs: cuda_conv.conv2d_backprop_filter(
         arrays[0], tuple(attrs["filter_shape"]), arrays[1], *_conv_args(attrs))},
     _backprop_filter_infer, _backprop_filter_grad))
 
@@ -277,7 +295,8 @@ def _pool_kw(attrs):
 
 MAX_POOL = register(OpDef(
     "max_pool2d", "opaque",
-    {"cpu": lambda arrays, attrs: kernels.max_pool2d(arrays[0], *_pool_args(attrs))},
+    {"cpu": lambda arrays, attrs: kernels.max_pool2d(arrays[0], *_pool_args(attrs)),
+     "cuda": lambda arrays, attrs: cuda_pooling.max_pool2d(arrays[0], *_pool_args(attrs))},
     _pool_infer("max_pool2d"),
     lambda record, grads: (N.max_pool2d_grad(record.inputs[0], record.outputs[0], grads[0],
                                              **_pool_kw(record.attrs)),)))
@@ -298,7 +317,8 @@ def _same_as_input(name):
 
 MAX_POOL_GRAD = register(OpDef(
     "max_pool2d_grad", "opaque",
-    {"cpu": lambda arrays, attrs: kernels.max_pool2d_grad(*arrays, *_pool_args(attrs))},
+    {"cpu": lambda arrays, attrs: kernels.max_pool2d_grad(*arrays, *_pool_args(attrs)),
+     "cuda": lambda arrays, attrs: cuda_pooling.max_pool2d_grad(*arrays, *_pool_args(attrs))},
     _same_as_input("max_pool2d_grad"),
     # Piecewise constant in the pooled tensors: zeros for them (as TF), linear in the gradient.
     lambda record, grads: (A.zeros_like(record.inputs[0]), A.zeros_like(record.inputs[1]),
@@ -316,7 +336,9 @@ def _grad_grad_infer(specs, attrs):
 
 MAX_POOL_GRAD_GRAD = register(OpDef(
     "max_pool2d_grad_grad", "opaque",
-    {"cpu": lambda arrays, attrs: kernels.max_pool2d_grad_grad(*arrays, *_pool_args(attrs))},
+    {"cpu": lambda arrays, attrs: kernels.max_pool2d_grad_grad(*arrays, *_pool_args(attrs)),
+     "cuda": lambda arrays, attrs: cuda_pooling.max_pool2d_grad_grad(
+         *arrays, *_pool_args(attrs))},
     _grad_grad_infer,
     lambda record, grads: (A.zeros_like(record.inputs[0]), A.zeros_like(record.inputs[1]),
                            N.max_pool2d_grad(record.inputs[0], record.inputs[1], grads[0],
@@ -324,7 +346,8 @@ MAX_POOL_GRAD_GRAD = register(OpDef(
 
 AVG_POOL = register(OpDef(
     "avg_pool2d", "opaque",
-    {"cpu": lambda arrays, attrs: kernels.avg_pool2d(arrays[0], *_pool_args(attrs))},
+    {"cpu": lambda arrays, attrs: kernels.avg_pool2d(arrays[0], *_pool_args(attrs)),
+     "cuda": lambda arrays, attrs: cuda_pooling.avg_pool2d(arrays[0], *_pool_args(attrs))},
     _pool_infer("avg_pool2d"),
     lambda record, grads: (N.avg_pool2d_grad(record.inputs[0].shape, grads[0],
                                              **_pool_kw(record.attrs)),)))
@@ -343,7 +366,9 @@ def _avg_grad_infer(specs, attrs):
 AVG_POOL_GRAD = register(OpDef(
     "avg_pool2d_grad", "opaque",
     {"cpu": lambda arrays, attrs: kernels.avg_pool2d_grad(tuple(attrs["input_shape"]), arrays[0],
-                                                          *_pool_args(attrs))},
+                                                          *_pool_args(attrs)),
+     "cuda": lambda arrays, attrs: cuda_pooling.avg_pool2d_grad(tuple(attrs["input_shape"]),
+                                                                arrays[0], *_pool_args(attrs))},
     _avg_grad_infer,
     lambda record, grads: (N.avg_pool2d(grads[0], **_pool_kw(record.attrs)),)))
 
@@ -363,7 +388,8 @@ def _bias_infer(specs, attrs):
 # An add under NumPy's broadcasting once its shape rule has passed: fused as ``add``.
 BIAS_ADD = register(OpDef(
     "bias_add", "elementwise",
-    {"cpu": lambda arrays, attrs: elementwise.ufunc("add", arrays[0].dtype.name)(*arrays)},
+    {"cpu": lambda arrays, attrs: elementwise.ufunc("add", arrays[0].dtype.name)(*arrays),
+     "cuda": lambda arrays, attrs: cuda_elementwise.run("add", arrays)},
     _bias_infer,
     lambda record, grads: (grads[0], M.reduce_sum(grads[0], axis=list(range(grads[0].ndim - 1)))),
     scalar=elementwise.SCALAR_OPS["add"]))

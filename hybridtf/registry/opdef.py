@@ -136,8 +136,8 @@ class OpDef:
 
     def kernel(self, backend):
         """This op's ``Kernel`` for ``backend``; NotFoundError naming the op, the device and
-        the devices it has kernels for when it has none.  (Soft placement, running such an op
-        on a device that has its kernel instead, plugs in here.)"""
+        the devices it has kernels for when it has none (eager placement, ``eager.placement``,
+        asks ``has_kernel`` first)."""
         kernel = self.kernels.get(backend.name)
         if kernel is None:
             known = devices.backends()

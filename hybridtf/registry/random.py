@@ -2,6 +2,7 @@
 import numpy as np
 
 from ops import random as kernels
+from ops.cuda import random as cuda_kernels
 
 from hybridtf.registry import OpDef, Spec, checks, register
 
@@ -26,17 +27,31 @@ def _scaled(kernel):
     return eager
 
 
-def _random_op(name, cpu_kernel, allowed=FLOATS):
-    return register(OpDef(name, "opaque", {"cpu": cpu_kernel}, _infer(name, allowed),
-                          stateful=True, random_stream=True))
+def _scaled_cuda(kernel):
+    # the CUDA kernels scale and shift as they draw (see ops.cuda.random)
+    def run(arrays, attrs):
+        return kernel(tuple(attrs["shape"]), np.dtype(attrs["dtype"]), attrs["seed"],
+                      attrs["counter"], attrs["scale"], attrs["shift"])
+    return run
 
 
-RANDOM_UNIFORM = _random_op("random_uniform", _scaled(kernels.uniform))
-RANDOM_NORMAL = _random_op("random_normal", _scaled(kernels.normal))
-TRUNCATED_NORMAL = _random_op("truncated_normal", _scaled(kernels.truncated_normal))
-RANDOM_UNIFORM_INT = _random_op(
-    "random_uniform_int",
-    lambda arrays, attrs: kernels.uniform_int(tuple(attrs["shape"]), np.dtype(attrs["dtype"]),
-                                              attrs["minval"], attrs["maxval"], attrs["seed"],
-                                              attrs["counter"]),
-    ("int32", "int64"))
+def _uniform_int(kernel):
+    def run(arrays, attrs):
+        return kernel(tuple(attrs["shape"]), np.dtype(attrs["dtype"]), attrs["minval"],
+                      attrs["maxval"], attrs["seed"], attrs["counter"])
+    return run
+
+
+def _random_op(name, cpu_kernel, cuda_kernel, allowed=FLOATS):
+    return register(OpDef(name, "opaque", {"cpu": cpu_kernel, "cuda": cuda_kernel},
+                          _infer(name, allowed), stateful=True, random_stream=True))
+
+
+RANDOM_UNIFORM = _random_op("random_uniform", _scaled(kernels.uniform),
+                            _scaled_cuda(cuda_kernels.uniform))
+RANDOM_NORMAL = _random_op("random_normal", _scaled(kernels.normal),
+                           _scaled_cuda(cuda_kernels.normal))
+TRUNCATED_NORMAL = _random_op("truncated_normal", _scaled(kernels.truncated_normal),
+                              _scaled_cuda(cuda_kernels.truncated_normal))
+RANDOM_UNIFORM_INT = _random_op("random_uniform_int", _uniform_int(kernels.uniform_int),
+                                _uniform_int(cuda_kernels.uniform_int), ("int32", "int64"))

@@ -2,6 +2,7 @@
 import numpy as np
 
 from ops import reduce as kernels
+from ops.cuda import reduce as cuda_kernels
 
 from hybridtf.registry.public_ops import array_ops as A
 from hybridtf.registry.public_ops import math_ops as M
@@ -93,22 +94,25 @@ def _prod_grad(record, grads):
     return (A.transpose(result, inverse),)
 
 
-def _define(name, kernel, grad, allowed=NUMERIC, fusable=False):
-    """Registers ``reduce_<name>``; a ``fusable`` one is a "reduction" whose accumulator a fused
-    loop knows (``OpDef.reduction``), the others are opaque."""
-    return register(OpDef("reduce_" + name, "reduction" if fusable else "opaque",
-                          {"cpu": _reduce_eager(name, kernel)},
-                          _reduce_infer("reduce_" + name, allowed), grad,
+def _define(name, grad, allowed=NUMERIC, fusable=False):
+    """Registers ``reduce_<name>`` with the ``reduce_<name>`` kernels of ``ops.reduce`` and
+    ``ops.cuda.reduce``; a ``fusable`` one is a "reduction" whose accumulator a fused loop knows
+    (``OpDef.reduction``), the others are opaque."""
+    kernel = "reduce_" + name
+    return register(OpDef(kernel, "reduction" if fusable else "opaque",
+                          {"cpu": _reduce_eager(name, getattr(kernels, kernel)),
+                           "cuda": _reduce_eager(name, getattr(cuda_kernels, kernel))},
+                          _reduce_infer(kernel, allowed), grad,
                           reduction=name if fusable else None))
 
 
-SUM = _define("sum", kernels.reduce_sum, _sum_grad, fusable=True)
-MEAN = _define("mean", kernels.reduce_mean, _mean_grad, fusable=True)
-MAX = _define("max", kernels.reduce_max, _extremum_grad, fusable=True)
-MIN = _define("min", kernels.reduce_min, _extremum_grad, fusable=True)
-PROD = _define("prod", kernels.reduce_prod, _prod_grad)
-ANY = _define("any", kernels.reduce_any, None, ("bool",))
-ALL = _define("all", kernels.reduce_all, None, ("bool",))
+SUM = _define("sum", _sum_grad, fusable=True)
+MEAN = _define("mean", _mean_grad, fusable=True)
+MAX = _define("max", _extremum_grad, fusable=True)
+MIN = _define("min", _extremum_grad, fusable=True)
+PROD = _define("prod", _prod_grad)
+ANY = _define("any", None, ("bool",))
+ALL = _define("all", None, ("bool",))
 
 
 def _arg_infer(name):
@@ -134,9 +138,13 @@ def _arg_eager(kernel):
     return eager
 
 
-ARGMAX = register(OpDef("argmax", "opaque", {"cpu": _arg_eager(kernels.argmax)},
+ARGMAX = register(OpDef("argmax", "opaque",
+                        {"cpu": _arg_eager(kernels.argmax),
+                         "cuda": _arg_eager(cuda_kernels.argmax)},
                         _arg_infer("argmax")))
-ARGMIN = register(OpDef("argmin", "opaque", {"cpu": _arg_eager(kernels.argmin)},
+ARGMIN = register(OpDef("argmin", "opaque",
+                        {"cpu": _arg_eager(kernels.argmin),
+                         "cuda": _arg_eager(cuda_kernels.argmin)},
                         _arg_infer("argmin")))
 
 
@@ -174,7 +182,9 @@ def _cumprod_grad(record, grads):
     return (summed / x,)
 
 
-CUMSUM = register(OpDef("cumsum", "opaque", {"cpu": _scan_eager("cumsum", kernels.cumsum)},
+CUMSUM = register(OpDef("cumsum", "opaque",
+                        {"cpu": _scan_eager("cumsum", kernels.cumsum),
+                         "cuda": _scan_eager("cumsum", cuda_kernels.cumsum)},
                         _scan_infer("cumsum"), _cumsum_grad))
 CUMPROD = register(OpDef("cumprod", "opaque", {"cpu": _scan_eager("cumprod", kernels.cumprod)},
                          _scan_infer("cumprod"), _cumprod_grad))

@@ -1,6 +1,8 @@
 """Ops that move elements along axes without changing the shape: ``reverse`` and ``roll``."""
 import numpy as np
 
+from ops.cuda import array as cuda_kernels
+
 from hybridtf.registry.public_ops import manip_ops as MA
 from hybridtf.registry.public_ops import math_ops as M
 from hybridtf.registry import OpDef, Spec, checks, register
@@ -32,8 +34,13 @@ def _reverse_eager(arrays, attrs):
     return checks.contiguous(np.flip(x, axis=tuple(axes))) if axes else x
 
 
+def _reverse_cuda(arrays, attrs):
+    x, = arrays
+    return cuda_kernels.reverse(x, normalized_axes("reverse", attrs["axis"], x.ndim, unique=True))
+
+
 REVERSE = register(OpDef(
-    "reverse", "opaque", {"cpu": _reverse_eager}, _reverse_infer,
+    "reverse", "opaque", {"cpu": _reverse_eager, "cuda": _reverse_cuda}, _reverse_infer,
     lambda record, grads: (MA.reverse(grads[0], record.attrs["axis"]),)))
 
 

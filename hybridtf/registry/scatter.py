@@ -6,7 +6,9 @@ Every index is checked against the shape it indexes before a kernel runs.
 import numpy as np
 
 from ops import scatter as kernels
+from ops.cuda import array as cuda_kernels
 
+from hybridtf.framework import devices
 from hybridtf.registry.public_ops import array_ops as A
 from hybridtf.registry.public_ops import math_ops as M
 from hybridtf.registry.public_ops import scatter_ops as X
@@ -77,6 +79,7 @@ def _gather_nd_infer(specs, attrs):
 
 def _gather_nd_check(arrays, attrs):
     params, indices = arrays
+    indices = devices.to_host(indices)   # read on the host, where the kernel runs on a device
     b = attrs["batch_dims"]
     check_index_tuples("gather_nd", indices, params.shape[b:b + indices.shape[-1]],
                        params.shape, b, "params of shape")
@@ -89,7 +92,9 @@ GATHER_ND = sizes.register_opaque(
     lambda record, grads: (X.scatter_nd_batched(record.inputs[1], grads[0],
                                                 A.shape(record.inputs[0], out_type=np.int64),
                                                 record.attrs["batch_dims"]), None),
-    check_values=_gather_nd_check)
+    check_values=_gather_nd_check,
+    cuda_kernel=lambda arrays, attrs: cuda_kernels.gather_nd(arrays[0], arrays[1],
+                                                             attrs["batch_dims"]))
 
 
 # ---- scatter_nd and tensor_scatter_nd_* ---------------------------------------------------------

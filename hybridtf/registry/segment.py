@@ -9,6 +9,7 @@ drop the rows with a negative id and refuse ids >= num_segments, as TF does on t
 import numpy as np
 
 from ops import segment as kernels
+from ops.cuda import array as cuda_kernels
 
 from hybridtf.registry.public_ops import array_ops as A
 from hybridtf.registry.public_ops import math_ops as M
@@ -232,14 +233,19 @@ def _unsorted_eager(reduction):
     return eager
 
 
-def _unsorted_op(reduction):
+def _unsorted_sum_cuda(arrays, attrs):
+    return cuda_kernels.unsorted_segment_sum(arrays[0], arrays[1],
+                                             sizes.value(arrays, attrs, "num_segments", 2))
+
+
+def _unsorted_op(reduction, cuda_kernel=None):
     name = f"unsorted_segment_{reduction}"
     return sizes.register_opaque(name, _unsorted_eager(reduction),
                                  _unsorted_infer(name, reduction), _GRADS[reduction],
-                                 check_values=_unsorted_check(name))
+                                 cuda_kernel, check_values=_unsorted_check(name))
 
 
-UNSORTED_SEGMENT_SUM = _unsorted_op("sum")
+UNSORTED_SEGMENT_SUM = _unsorted_op("sum", _unsorted_sum_cuda)
 UNSORTED_SEGMENT_MEAN = _unsorted_op("mean")
 UNSORTED_SEGMENT_SQRT_N = _unsorted_op("sqrt_n")
 UNSORTED_SEGMENT_MAX = _unsorted_op("max")

@@ -111,8 +111,10 @@ def check_allocation(op_name, shape, dtype, set_by):
             f"{_in_units(MEMORY_SIZE)} of memory; check {set_by}.")
 
 
-def register_opaque(name, cpu_kernel, infer, grad=None, **kw):
+def register_opaque(name, cpu_kernel, infer, grad=None, cuda_kernel=None, **kw):
     """Registers an opaque op whose result size comes from its input values, its CPU kernel
-    run ``reporting_memory``."""
-    return register(OpDef(name, "opaque", {"cpu": reporting_memory(name, cpu_kernel)}, infer,
-                          grad, **kw))
+    (and its CUDA kernel, where given) run ``reporting_memory``."""
+    by_backend = {"cpu": reporting_memory(name, cpu_kernel)}
+    if cuda_kernel is not None:
+        by_backend["cuda"] = reporting_memory(name, cuda_kernel)
+    return register(OpDef(name, "opaque", by_backend, infer, grad, **kw))
