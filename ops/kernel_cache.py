@@ -1,9 +1,9 @@
 """The disk cache of every hybridtf kernel: in hybridtf's cache directory, checked and healed.
 
-Kernels are compiled by ``njit`` and ``vectorize`` from this module (the ``ops`` modules' own and
-the generated ones that ``ops.codegen`` writes).  They give each dispatcher a cache object of
-its own; Numba's global settings are left alone, so a user's own ``@njit(cache=True)``
-functions still cache where Numba puts them.
+Kernels are compiled by ``njit`` and ``cfunc`` from this module (the ``ops``
+modules' own and the generated ones that ``ops.codegen`` writes).  They give each dispatcher a
+cache object of its own; Numba's global settings are left alone, so a user's own
+``@njit(cache=True)`` functions still cache where Numba puts them.
 
 * Where: ``<cache_dir()>/kernels/`` (``ops.cache_directory``, which also keeps the directory
   private and bounded), never beside a kernel's source (an installed package may be read-only).
@@ -27,8 +27,10 @@ import sys
 import warnings
 
 import numba
+from numba.core import sigutils
 from numba.core.caching import (CompileResultCacheImpl, FunctionCache, IndexDataCacheFile,
                                 NullCache, _CacheLocator, _SourceFileBackedLocatorMixin)
+from numba.core.ccallback import CFunc
 
 from ops import compile_notice
 from ops.library_digest import LIBRARY_DIGEST
@@ -305,16 +307,17 @@ def njit(function=None, **options):
     return decorate if function is None else decorate(function)
 
 
-def vectorize(function=None, **options):
-    """``numba.vectorize(**options)`` without signatures -- a ufunc compiled on first call for
-    each input type (add loops with its ``add``) -- whose compiled code is cached by this
-    module.  Use as ``@vectorize`` or ``@vectorize(identity=0, ...)``."""
-    _cache_option(options, "vectorize")
-    _no_signatures(function, "vectorize")
+def cfunc(signature, **options):
+    """``numba.cfunc(signature, **options)``, compiled now (as Numba's), whose compiled code is
+    cached by this module: a C callback (a NumPy ufunc's inner loop, ``ops.ufunc_loops``) loads
+    from the cache in about a millisecond."""
+    _cache_option(options, "cfunc")
 
     def decorate(py_func):
-        dufunc = numba.vectorize(**options)(py_func)
-        _cached(dufunc._dispatcher, "cache", py_func)
-        return dufunc
+        callback = CFunc(py_func, sigutils.normalize_signature(signature), locals={},
+                         options=options)
+        _cached(callback, "_cache", py_func)
+        callback.compile()
+        return callback
 
-    return decorate if function is None else decorate(function)
+    return decorate

@@ -24,15 +24,20 @@ import pytest
 from numba.core.registry import CPUDispatcher
 
 import ops
-from ops import cache_directory, codegen, elementwise, kernel_cache
+from ops import cache_directory, codegen, elementwise, kernel_cache, ufunc_loops
 from ops.kernel_cache import KernelCacheWarning
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OPS_DIR = pathlib.Path(ops.__file__).resolve().parent
 
-# Small kernels, one of each kind of dispatcher, in a module file of their own.
+# Small kernels, one of each kind of dispatcher, in a module file of their own: jitted
+# functions, and ufuncs whose inner loops are compiled callbacks (ops.ufunc_loops).
 KERNELS = '''
-from ops.kernel_cache import njit, vectorize
+import numpy as np
+from numba import carray, types
+
+from ops.kernel_cache import njit
+from ops.ufunc_loops import load_at, make_ufunc, store_at
 
 
 @njit
@@ -63,15 +68,18 @@ def halve(x):
     return x / 2.0
 
 
-@vectorize
-def cube(x):
+@njit
+def cubed(x):
     return x * x * x
 
 
-@vectorize
-def double_plus_one(x):
+@njit
+def doubled_plus_one(x):
     return 2.0 * x + 1.0
-'''
+''' + "".join(
+    "\n\n" + ufunc_loops.loop_source(name, ["float64"], "float64", scalar)
+    + f"\n\n{name} = make_ufunc({name!r}, {name}, ['float64'], 'float64')\n"
+    for name, scalar in (("cube", "cubed"), ("double_plus_one", "doubled_plus_one")))
 JITTED = ("add_one", "scale", "total", "negate", "halve")
 NAMES = JITTED + ("cube", "double_plus_one")
 X = np.arange(5.0)
@@ -261,8 +269,9 @@ def test_every_ops_kernel_uses_the_healing_cache():
              if not isinstance(d._cache, kernel_cache._HealingCache)]
     assert plain == []
     add = elementwise.kernels("add")
-    assert isinstance(add.ufunc_float64._dispatcher.cache, kernel_cache._HealingCache)
     assert isinstance(add.loop_as._cache, kernel_cache._HealingCache)
+    loop = kernel_cache.cfunc(ufunc_loops.LOOP_SIGNATURE)(add.ufunc_loop_float64)
+    assert isinstance(loop._cache, kernel_cache._HealingCache)
 
 
 def test_a_cache_directory_that_cannot_be_written_warns_once_and_kernels_still_run(
@@ -274,8 +283,8 @@ def test_a_cache_directory_that_cannot_be_written_warns_once_and_kernels_still_r
     path.write_text(KERNELS)
     spec = importlib.util.spec_from_file_location("unwritable_kernels", path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
     with pytest.warns(KernelCacheWarning, match="could not write its kernel cache") as caught:
+        spec.loader.exec_module(module)   # (its ufuncs' loops compile now)
         assert module.add_one(X).tolist() == EXPECTED["add_one"]
         assert module.scale(X).tolist() == EXPECTED["scale"]
     assert len([w for w in caught if issubclass(w.category, KernelCacheWarning)]) == 1
@@ -302,7 +311,7 @@ def test_decorators_refuse_cache_options_and_signatures():
     with pytest.raises(TypeError, match="takes no signatures"):
         kernel_cache.njit("float64(float64)")
     with pytest.raises(TypeError, match="always caches"):
-        kernel_cache.vectorize(cache=True)
+        kernel_cache.cfunc(ufunc_loops.LOOP_SIGNATURE, cache=True)
 
 
 def test_an_unknown_numba_dispatcher_layout_warns_and_runs_uncached():
