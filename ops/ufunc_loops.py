@@ -7,9 +7,9 @@ is written in Python and compiled by ``ops.kernel_cache.cfunc`` -- cached like e
 a new process loads it in about a millisecond -- and NumPy builds the ufunc from its address
 (``numba.np.ufunc._internal.fromfunc``, what Numba's own ufunc builder calls).
 
-A loop calls the op's scalar function on each element: over the operands as C-contiguous
-vectors when every stride is the item size (a loop LLVM vectorizes), else at each operand's byte
-stride (broadcast operands have stride 0, reversed views negative ones).
+A loop calls the op's scalar function on each element: over C-contiguous vectors when every
+stride is the item size, or a binary op's other operand is one broadcast value (stride 0) --
+loops LLVM vectorizes -- else at each operand's byte stride (reversed views have negative ones).
 """
 import numpy as np
 from llvmlite import ir
@@ -60,23 +60,34 @@ def loop_source(name, input_dtypes, output_dtype, scalar="f"):
     storing ``output_dtype``: the module holding it imports that function, ``np``, ``carray``,
     ``types``, ``load_at`` and ``store_at``."""
     n = len(input_dtypes)
-    kinds = [_kind(d) for d in input_dtypes] + [_kind(output_dtype)]
+    kinds = [_kind(d) for d in list(input_dtypes) + [output_dtype]]
     sizes = [np.dtype(d).itemsize for d in list(input_dtypes) + [output_dtype]]
     convert = "np.bool_" if output_dtype == "bool" else f"np.{output_dtype}"
-    contiguous = " and ".join(f"steps[{k}] == {size}" for k, size in enumerate(sizes))
     lines = [f"def {name}(args, dims, steps, data):", "    n = dims[0]",
-             f"    if {contiguous}:"]
-    lines += [f"        v{k} = carray(args[{k}], n, {kinds[k]})" for k in range(n + 1)]
-    lines += ["        for i in range(n):",
-              f"            v{n}[i] = {convert}({scalar}("
-              + ", ".join(f"v{k}[i]" for k in range(n)) + "))",
-              "        return"]
+             f"    s{n} = steps[{n}]"]
+    # Vector forms, which LLVM vectorizes: every operand contiguous, or (two inputs) one of
+    # them a broadcast scalar (stride 0: ``x * 0.5``), the output contiguous.
+    for pattern in _VECTOR_FORMS.get(n, ["c" * n]):
+        condition = " and ".join([f"s{n} == {sizes[n]}"] + [
+            f"steps[{k}] == {sizes[k] if form == 'c' else 0}" for k, form in enumerate(pattern)])
+        lines.append(f"    if {condition}:")
+        lines.append(f"        out = carray(args[{n}], n, {kinds[n]})")
+        for k, form in enumerate(pattern):
+            lines.append(f"        v{k} = carray(args[{k}], n, {kinds[k]})" if form == "c"
+                         else f"        v{k} = load_at(args[{k}], 0, {kinds[k]})")
+        values = ", ".join(f"v{k}[i]" if form == "c" else f"v{k}"
+                           for k, form in enumerate(pattern))
+        lines += ["        for i in range(n):",
+                  f"            out[i] = {convert}({scalar}({values}))", "        return"]
     lines += [f"    p{k} = args[{k}]" for k in range(n + 1)]
-    lines += [f"    s{k} = steps[{k}]" for k in range(n + 1)]
+    lines += [f"    s{k} = steps[{k}]" for k in range(n)]
     values = ", ".join(f"load_at(p{k}, i * s{k}, {kinds[k]})" for k in range(n))
     lines += ["    for i in range(n):",
               f"        store_at(p{n}, i * s{n}, {convert}({scalar}({values})))"]
     return "\n".join(lines) + "\n"
+
+
+_VECTOR_FORMS = {2: ["cc", "cs", "sc"]}   # by the number of inputs; else all contiguous
 
 
 def _kind(dtype):
