@@ -94,6 +94,15 @@ def _fast_key(args):
     return tuple(key)
 
 
+def _call_key(pairs):
+    """The trace-cache key of a call's canonical arguments (``tk.call_key``), naming the device
+    its trace runs on while one besides the CPU is visible: a trace runs where it was placed."""
+    key = tk.call_key(pairs)
+    if not devices.PLACEMENT.cpu_only:
+        key += ((None, devices.placement_target().name),)
+    return key
+
+
 def _is_tensor_arg(value):
     return isinstance(value, (Tensor, np.ndarray, np.generic, TensorSpec))
 
@@ -479,9 +488,7 @@ class Function:
         if self._input_signature is not None:
             bound = self._apply_input_signature(bound)
         pairs = tk.arguments_of(bound)
-        key = tk.call_key(pairs)
-        if not devices.PLACEMENT.cpu_only:   # a trace runs on the device placed when traced
-            key += ((None, devices.placement_target().name),)
+        key = _call_key(pairs)
         found = self._lookup(key)
         if found is None:
             with self._lock:
@@ -601,7 +608,7 @@ class Function:
     def _trace_for(self, bound, key):
         trace_key_ = key
         if self._input_signature is not None:
-            trace_key_ = tk.call_key(tk.arguments_of(self._with_signature_specs(bound)))
+            trace_key_ = _call_key(tk.arguments_of(self._with_signature_specs(bound)))
         elif self._reduce_retracing and self._last_key is not None:
             relaxed = tk.relax_call(self._last_key, key)
             if relaxed is not None and relaxed != key:

@@ -114,3 +114,28 @@ def test_control_flow_and_random_draws_on_the_gpu(gpu):
         assert graph.device.endswith(device.strip("/"))
     assert 9.0 <= results["/GPU:0"] < 10.0
     np.testing.assert_allclose(results["/GPU:0"], results["/CPU:0"], rtol=1e-6)
+
+
+def test_an_input_signature_traces_once_for_the_device(gpu):
+    w = tf.Variable(tf.ones([3, 2]))
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32)])
+    def product(x):
+        return tf.matmul(x, w)
+
+    for batch in (4, 2):
+        assert product(tf.constant(np.ones((batch, 3), np.float32))).shape == (batch, 2)
+    assert product.experimental_get_tracing_count() == 1
+    with tf.device("/CPU:0"):   # another device: another trace
+        product(tf.constant(np.ones((1, 3), np.float32)))
+    assert product.experimental_get_tracing_count() == 2
+
+
+def test_strings_in_a_function_on_the_gpu_stay_on_the_host(gpu):
+    @tf.function
+    def greet(name, n):
+        return name + "!", n * 2.0
+
+    text, doubled = greet(tf.constant("you"), tf.constant(1.5))
+    assert text.numpy() == b"you!" and text.device.endswith("CPU:0")
+    assert doubled.device == GPU_NAME and float(doubled) == 3.0

@@ -27,7 +27,7 @@ def place(op, values):
     arrays) there."""
     scoped = devices.requested_device() is not None
     target = devices.placement_target() if scoped else _device_of(values)
-    if target is not _CPU and (not op.has_kernel(target) or _host_only(values)):
+    if target is not _CPU and (not op.has_kernel(target) or host_only(values)):
         if scoped and not devices.PLACEMENT.soft:
             raise InvalidArgumentError(
                 None, op.name, f"{op.name}: cannot run on {target.device_name}: it has no kernel "
@@ -53,7 +53,7 @@ def _device_of(values):
     return devices.default_backend()
 
 
-def _host_only(values):
+def host_only(values):
     return any(getattr(v, "dtype", None) == object for v in values)
 
 

@@ -43,9 +43,10 @@ def run_node(node, values, call_index, backend):
     if backend is _CPU and _PLACEMENT.cpu_only:
         arrays = [np.asarray(values[id(t)]) for t in node.inputs]
     else:   # values may be on other devices (a variable on the GPU read by a CPU graph)
-        if not op.has_kernel(backend):
+        inputs = [values[id(t)] for t in node.inputs]
+        if not op.has_kernel(backend) or placement.host_only(inputs):
             backend = _CPU
-        arrays = [devices.on_backend(backend, values[id(t)]) for t in node.inputs]
+        arrays = [devices.on_backend(backend, v) for v in inputs]
     if node.unknown_input_shapes:
         infer_shapes(node, arrays)
     attrs = node.attrs
