@@ -163,6 +163,19 @@ class LoopRenderer:
         form = node.op.kernel(self.backend).literal_pays
         return form is not None and form(position, value)
 
+    def member_line(self, n, node, value_of, operands, imports):
+        """The line computing member ``n`` of a group, ``node``, into ``v<n>`` (the name its
+        output gets in ``operands.names``): its scalar function (added to ``imports``) on its
+        inputs' expressions (``value_of(tensor, as_literal)``), in its output's dtype."""
+        ins = [value_of(t, self.literal_pays(node, i, operands.constants.get(id(t))))
+               for i, t in enumerate(node.inputs)]
+        f = "f_" + node.op.scalar.name
+        if f not in imports:
+            imports.append(f)
+        t = node.outputs[0]
+        operands.names[id(t)] = f"v{n}"
+        return f"v{n} = {_np_type(t._static_dtype)}({f}({', '.join(ins)}))"
+
     def bounds(self, axis, parts):
         """The ``range`` arguments of the loop over ``axis``: a part kernel (``parts``) runs
         rows ``lo`` to ``hi`` of the first axis, taken as its last two arguments."""
@@ -231,15 +244,9 @@ class LoopRenderer:
             value_of(target)   # an argument, even if nothing else reads it
         stores = []   # in-place stores: after every load of the iteration
         for n, node in enumerate(group.members):
-            ins = [value_of(t, self.literal_pays(node, i, constants.get(id(t))))
-                   for i, t in enumerate(node.inputs)]
-            f = "f_" + node.op.scalar.name
-            if f not in imports:
-                imports.append(f)
+            body.append(self.member_line(n, node, value_of, operands, imports))
             t = node.outputs[0]
-            v = f"v{n}"
-            body.append(f"{v} = {_np_type(t._static_dtype)}({f}({', '.join(ins)}))")
-            names[id(t)] = v
+            v = names[id(t)]
             if id(t) in in_place:
                 stores.append(f"{value_of(in_place[id(t)])} = {v}")
             elif id(t) in out_ids:
