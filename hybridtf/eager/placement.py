@@ -36,8 +36,8 @@ def place(op, values):
                 "(tf.config.set_soft_device_placement(True)).")
         if (op.name, target.name) not in _SOFT_PLACED:
             _SOFT_PLACED.add((op.name, target.name))
-            LOGGER.info("%s has no kernel for %s; it runs on the CPU, with its inputs copied "
-                        "there.", op.name, target.device_name)
+            LOGGER.info("%s has no kernel for %s (or has string inputs); it runs on the CPU, "
+                        "with its inputs copied there.", op.name, target.device_name)
         target = _CPU
     if devices.PLACEMENT.log:
         print(f"Executing op {op.name} in device {target.device_name}")
@@ -54,6 +54,7 @@ def _device_of(values):
 
 
 def host_only(values):
+    """Whether ``values`` (arrays) hold strings, which never leave the host."""
     return any(getattr(v, "dtype", None) == object for v in values)
 
 
