@@ -269,13 +269,22 @@ def _hurwitz_zeta(s, x):
 def _cot_derivative(n, c):
     """Q_n(c), where the n-th derivative of cot(pi x) is pi^n Q_n(cot(pi x)): Q_0(c) = c and
     Q_{k+1}(c) = -(1 + c^2) Q_k'(c), a polynomial of degree n + 1."""
-    q = np.zeros(n + 2)
-    slope = np.zeros(n + 2)
+    return cot_derivative_in(n, c, np.empty(n + 2), np.empty(n + 2))
+
+
+@_jit
+def cot_derivative_in(n, c, q, slope):
+    """``_cot_derivative`` computed in the scratch arrays ``q`` and ``slope`` (each at least
+    n + 2 long): the GPU's form passes arrays local to its thread, which cannot allocate."""
+    for i in range(n + 2):
+        q[i] = 0.0
+        slope[i] = 0.0
     q[1] = 1.0
     for k in range(n):
         for i in range(k + 2):   # Q_k has degree k + 1
             slope[i] = (i + 1) * q[i + 1]
-        q[:] = 0.0
+        for i in range(n + 2):
+            q[i] = 0.0
         for j in range(k + 1):
             q[j] -= slope[j]
             q[j + 2] -= slope[j]

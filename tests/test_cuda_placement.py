@@ -150,3 +150,12 @@ def test_running_out_of_gpu_memory_is_resource_exhausted(gpu, monkeypatch):
         return tf.matmul(x, x, transpose_b=True) + 1.0
     with pytest.raises(tf.errors.ResourceExhaustedError, match="out of memory"):
         f(x)
+
+
+def test_a_broken_cuda_driver_means_no_gpu_and_says_why(monkeypatch):
+    def broken():
+        raise OSError("libcuda.so: cannot open shared object file")
+
+    monkeypatch.setattr(cuda_device.cuda, "is_available", broken)
+    with pytest.warns(RuntimeWarning, match="CUDA driver could not be initialised .*libcuda"):
+        assert cuda_device._gpu_present() is False

@@ -6,6 +6,8 @@ first GPU only.  Its arrays are C-contiguous device arrays (every CUDA kernel of
 returns one); tensors of strings never go to the GPU.  Without a GPU nothing here runs beyond the
 import of ``numba.cuda``.
 """
+import warnings
+
 import numpy as np
 
 from numba import cuda
@@ -69,7 +71,9 @@ def _details():
 def _gpu_present():
     try:
         return cuda.is_available()
-    except Exception:  # noqa: BLE001 - a broken driver installation means no GPU, as in TF
+    except Exception as error:  # noqa: BLE001 - a broken driver installation: no GPU, as in TF
+        warnings.warn(f"hybridtf: the CUDA driver could not be initialised ({type(error).__name__}"
+                      f": {error}); ops run on the CPU only.", RuntimeWarning, stacklevel=2)
         return False
 
 

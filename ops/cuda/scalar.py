@@ -35,26 +35,10 @@ _POLYNOMIAL_SIZE = int(elementwise._MAX_REFLECTED_ORDER) + 2
 
 @cuda.jit(device=True, cache=True)
 def _cot_derivative(n, c):
-    """``ops.elementwise._cot_derivative``'s recurrence in two local arrays of the largest
-    size instead of arrays from np.zeros: a GPU thread cannot allocate memory."""
-    q = cuda.local.array(_POLYNOMIAL_SIZE, np.float64)
-    slope = cuda.local.array(_POLYNOMIAL_SIZE, np.float64)
-    for i in range(n + 2):
-        q[i] = 0.0
-        slope[i] = 0.0
-    q[1] = 1.0
-    for k in range(n):
-        for i in range(k + 2):
-            slope[i] = (i + 1) * q[i + 1]
-        for i in range(n + 2):
-            q[i] = 0.0
-        for j in range(k + 1):
-            q[j] -= slope[j]
-            q[j + 2] -= slope[j]
-    value = 0.0
-    for i in range(n + 1, -1, -1):
-        value = value * c + q[i]
-    return value
+    """``ops.elementwise._cot_derivative`` with its scratch arrays local to the thread, of the
+    largest size it needs: a GPU thread cannot allocate memory."""
+    return elementwise.cot_derivative_in(n, c, cuda.local.array(_POLYNOMIAL_SIZE, np.float64),
+                                         cuda.local.array(_POLYNOMIAL_SIZE, np.float64))
 
 
 def _float_function(for_float64, for_float32=None):
