@@ -25,7 +25,7 @@ from hybridtf.api import array_ops, math_ops, nn_ops, random_ops, sort_ops
 from hybridtf.eager.backprop import GradientTape
 from hybridtf.framework.constant_op import constant
 from hybridtf.framework.variables import Variable
-from ops import compile_notice, elementwise, threads
+from ops import compile_notice, elementwise, linalg, threads
 
 DEFAULT_DTYPES = ("float32", "int32", "int64", "bool")
 
@@ -85,6 +85,9 @@ def _products():
         b = Variable(np.ones(shape_b, np.float32))
         _gradients(lambda: math_ops.matmul(a, b), a, b)
     math_ops.matmul(constant(np.ones((4, 3), np.int32)), constant(np.ones((3, 2), np.int32)))
+    for dtype in (np.float32, np.float64):   # the form compiled plans call inside part kernels
+        linalg.matmul_rows_kernel(np.ones((4, 3), dtype), np.ones((3, 2), dtype), False, False,
+                                  0, 4, np.empty((4, 2), dtype))
 
 
 def _logits():

@@ -71,6 +71,22 @@ def _tanh_into(a, b, out, start, stop):
         out[j] = _tanh(a[j] + b[j])
 
 
+# Row copies are loops: Numba's array slice assignment (``dst[:] = src``) takes about a second
+# to compile in a process with an empty kernel cache.
+@_jit
+def _copy(dst, src):
+    """dst[:] = src, for 1-D arrays of one length."""
+    for j in range(src.shape[0]):
+        dst[j] = src[j]
+
+
+@_jit
+def _copy_rows(dst, src, lo, hi):
+    """dst[lo:hi] = src[lo:hi], for 2-D arrays of one shape."""
+    for b in range(lo, hi):
+        _copy(dst[b], src[b])
+
+
 @_jit
 def _time_index(step, steps, backwards):
     return steps - 1 - step if backwards else step
@@ -128,10 +144,8 @@ def _previous_states(h0, hs, backwards):
     prev = np.empty((batch, steps, units), hs.dtype)
     for s in range(steps):
         t = _time_index(s, steps, backwards)
-        if s == 0:
-            prev[:, t] = h0
-        else:
-            prev[:, t] = hs[:, s - 1]
+        for b in range(batch):
+            _copy(prev[b, t], h0[b] if s == 0 else hs[b, s - 1])
     return prev
 
 
@@ -160,7 +174,7 @@ def _simple_rnn_forward_rows(xp, h0, rk, mask, backwards, zero_output, out, h, s
     """``simple_rnn_forward`` for batch rows lo..hi, into the arrays it returns."""
     batch, steps, units = xp.shape
     rows = hi - lo
-    h[lo:hi] = h0[lo:hi]
+    _copy_rows(h, h0, lo, hi)
     z = np.empty((rows, units), xp.dtype)
     h_flat = h.reshape(h.size)
     for s in range(steps):
@@ -173,7 +187,7 @@ def _simple_rnn_forward_rows(xp, h0, rk, mask, backwards, zero_output, out, h, s
             if keep:
                 _tanh_into(xp[b, t], z[r], h[b], 0, units)
             _write_output(out, s, b, h[b], out[b, s - 1], keep, zero_output)
-            states[b, s] = h[b]
+            _copy(states[b, s], h[b])
 
 
 def simple_rnn_forward(xp, h0, rk, mask, backwards, zero_output):
@@ -216,7 +230,7 @@ def _simple_rnn_backward_rows(rk_t, mask, states, d_out, backwards, zero_output,
              rk_t.reshape(rk_t.size), units, 0.0, back.reshape(back.size), units)
         for r in range(rows):
             if keep[r]:
-                dh[lo + r] = back[r]
+                _copy(dh[lo + r], back[r])
 
 
 def simple_rnn_backward(h0, rk, mask, states, d_out, d_h, backwards, zero_output):
@@ -256,15 +270,15 @@ def _lstm_forward_rows(xp, h0, c0, rk, mask, backwards, zero_output, out, h, c, 
     """``lstm_forward`` for batch rows lo..hi, into the arrays it returns (allocated by it)."""
     batch, steps, four = xp.shape
     units = four // 4
-    h[lo:hi] = h0[lo:hi]
-    c[lo:hi] = c0[lo:hi]
+    _copy_rows(h, h0, lo, hi)
+    _copy_rows(c, c0, lo, hi)
     h_flat = h.reshape(h.size)
     rk_flat = rk.reshape(rk.size)
     gates_flat = gates.reshape(gates.size)
     for s in range(steps):
         t = _time_index(s, steps, backwards)
         for b in range(lo, hi):
-            gates[b, s] = xp[b, t]
+            _copy(gates[b, s], xp[b, t])
         # gates[lo:hi, s] += h[lo:hi] @ rk: rows of gates[:, s] lie steps * four apart
         gemm(False, False, hi - lo, four, units, 1.0, h_flat[lo * units:], units, rk_flat, four,
              1.0, gates_flat[(lo * steps + s) * four:], steps * four)
@@ -275,8 +289,8 @@ def _lstm_forward_rows(xp, h0, c0, rk, mask, backwards, zero_output, out, h, c, 
             else:
                 gates[b, s] = 0.0
             _write_output(out, s, b, h[b], out[b, s - 1], keep, zero_output)
-            hs[b, s] = h[b]
-            cs[b, s] = c[b]
+            _copy(hs[b, s], h[b])
+            _copy(cs[b, s], c[b])
 
 
 def lstm_forward(xp, h0, c0, rk, mask, backwards, zero_output):
@@ -342,12 +356,12 @@ def _lstm_backward_rows(c0, rk_t, mask, cs, gates, d_out, backwards, zero_output
                 dzb[2 * units + j] = dct * i * (_ONE - g * g)
                 dzb[3 * units + j] = dhb[j] * tc * o * (_ONE - o)
                 dcb[j] = dct * f
-            d_xp[b, t] = dzb
+            _copy(d_xp[b, t], dzb)
         gemm(False, False, rows, units, four, 1.0, dz_flat, four, rk_t_flat, units, 0.0,
              back_flat, units)
         for r in range(rows):
             if keep[r]:
-                dh[lo + r] = back[r]
+                _copy(dh[lo + r], back[r])
 
 
 def lstm_backward(h0, c0, rk, mask, hs, cs, gates, d_out, d_h, d_c, backwards, zero_output):
@@ -376,7 +390,7 @@ def _gru_forward_rows(xp, h0, rk_zr, rk_h, rb, mask, backwards, zero_output, res
     batch, steps, three = xp.shape
     units = three // 3
     rows = hi - lo
-    h[lo:hi] = h0[lo:hi]
+    _copy_rows(h, h0, lo, hi)
     zr = np.empty((rows, 2 * units), xp.dtype)    # h @ rk_zr
     rec = np.empty((rows, units), xp.dtype)       # h @ rk_h, or (r * h) @ rk_h
     rh = np.empty((rows, units), xp.dtype)        # r * h
@@ -412,13 +426,13 @@ def _gru_forward_rows(xp, h0, rk_zr, rk_h, rb, mask, backwards, zero_output, res
                     for j in range(units):
                         pre[j] = gb[units + j] * recb[j]
                 else:
-                    pre[:] = recb
+                    _copy(pre, recb)
                 _tanh_into(xb[2 * units:], pre, gb[2 * units:], 0, units)   # candidate
                 for j in range(units):
                     z = gb[j]
                     hb[j] = z * hb[j] + (1.0 - z) * gb[2 * units + j]
             _write_output(out, s, b, h[b], out[b, s - 1], keep, zero_output)
-            hs[b, s] = h[b]
+            _copy(hs[b, s], h[b])
 
 
 def gru_forward(xp, h0, rk, rb, mask, backwards, zero_output, reset_after):

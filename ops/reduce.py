@@ -107,7 +107,60 @@ def _prod_run(x, p):
     return p
 
 
-@_jit_reassoc
+def _reduce_arb_kernel(op, name):
+    """The ``reduce_arb`` kernel of one op: each op its own kernel, so that Numba compiles (and a
+    cold start waits for) only the loops of the ops a program uses -- with ``op`` an argument,
+    every kernel compiled the four ops' loops and helpers."""
+    def kernel(x, init):
+        A, R, B = x.shape
+        flat = x.reshape(x.size)
+        acc = np.full(B, init)
+        out = np.empty((A, B), acc.dtype)
+        lanes = np.empty(_LANES, x.dtype)
+        for a in range(A):
+            base = a * R * B
+            if B == 1:
+                run = flat[base:base + R]
+                if op == SUM:
+                    out[a, 0] = _sum_run(run, init)
+                elif op == PROD:
+                    out[a, 0] = _prod_run(run, init)
+                elif op == MAX:
+                    out[a, 0] = _max_run(run, init, lanes)
+                else:
+                    out[a, 0] = _min_run(run, init, lanes)
+                continue
+            acc[:] = init
+            # r outer, b inner: both streams are contiguous and the b loop vectorises
+            for r in range(R):
+                row = flat[base + r * B:base + (r + 1) * B]
+                if op == SUM:
+                    for b in range(B):
+                        acc[b] += row[b]
+                elif op == PROD:
+                    for b in range(B):
+                        acc[b] *= row[b]
+                elif op == MAX:
+                    for b in range(B):
+                        v = row[b]
+                        if (v > acc[b]) | (v != v):
+                            acc[b] = v
+                else:
+                    for b in range(B):
+                        v = row[b]
+                        if (v < acc[b]) | (v != v):
+                            acc[b] = v
+            for b in range(B):
+                out[a, b] = acc[b]
+        return out
+    kernel.__name__ = kernel.__qualname__ = f"reduce_arb_{name}"
+    return _jit_reassoc(kernel)
+
+
+_REDUCE_ARB = {op: _reduce_arb_kernel(op, name)
+               for op, name in ((SUM, "sum"), (PROD, "prod"), (MAX, "max"), (MIN, "min"))}
+
+
 def reduce_arb(x, op, init):
     """Reduce the middle axis of a C-contiguous 3-D array ``x`` of shape (A, R, B).
 
@@ -115,47 +168,7 @@ def reduce_arb(x, op, init):
     (float64 for float sums/products, int64 for integer ones, x's dtype for MAX/MIN).  Returns a
     C-contiguous (A, B) array of init's dtype.  Empty R gives ``init``.
     """
-    A, R, B = x.shape
-    flat = x.reshape(x.size)
-    acc = np.full(B, init)
-    out = np.empty((A, B), acc.dtype)
-    lanes = np.empty(_LANES, x.dtype)
-    for a in range(A):
-        base = a * R * B
-        if B == 1:
-            run = flat[base:base + R]
-            if op == SUM:
-                out[a, 0] = _sum_run(run, init)
-            elif op == PROD:
-                out[a, 0] = _prod_run(run, init)
-            elif op == MAX:
-                out[a, 0] = _max_run(run, init, lanes)
-            else:
-                out[a, 0] = _min_run(run, init, lanes)
-            continue
-        acc[:] = init
-        # r outer, b inner: both streams are contiguous and the b loop vectorises
-        for r in range(R):
-            row = flat[base + r * B:base + (r + 1) * B]
-            if op == SUM:
-                for b in range(B):
-                    acc[b] += row[b]
-            elif op == PROD:
-                for b in range(B):
-                    acc[b] *= row[b]
-            elif op == MAX:
-                for b in range(B):
-                    v = row[b]
-                    if (v > acc[b]) | (v != v):
-                        acc[b] = v
-            else:
-                for b in range(B):
-                    v = row[b]
-                    if (v < acc[b]) | (v != v):
-                        acc[b] = v
-        for b in range(B):
-            out[a, b] = acc[b]
-    return out
+    return _REDUCE_ARB[op](x, init)
 
 
 @_jit

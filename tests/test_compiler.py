@@ -611,3 +611,37 @@ def test_compilation_warnings_fail_the_test_suite():
     # setup.cfg turns the warning into an error, so a broken kernel cannot pass unnoticed.
     with pytest.raises(compiler.CompilationWarning):
         warnings.warn(compiler.CompilationWarning("a broken kernel"))
+
+
+def test_a_compiled_plan_compiles_its_in_part_products_before_the_first_call(
+        split_small_groups, monkeypatch):
+    """The ``rows`` form of a product computed inside a part kernel is compiled with the plan
+    (for the argument types the call passes), so that a plan loaded from the kernel cache by a
+    new process compiles nothing on its first call."""
+    import numba
+    from hybridtf.registry.linalg import MATMUL
+    kernel = MATMUL.kernels["cpu"]
+    calls = []
+    phase = ["compiling"]
+    rows = kernel.rows
+
+    def recording_rows(*args):
+        calls.append((phase[0], tuple(numba.typeof(a) for a in args)))
+        return rows(*args)
+    monkeypatch.setattr(kernel, "rows", recording_rows)
+    v = tf.Variable(_rand(6, 5, seed=5).astype(np.float64))
+
+    @tf.function
+    def step(x, dz):
+        v.assign_sub(0.5 * tf.matmul(x, dz, transpose_a=True))
+
+    x, dz = tf.constant(_rand(4, 6, seed=3).astype(np.float64)), tf.constant(
+        _rand(4, 5, seed=4).astype(np.float64))
+    assert "_split_call_with_product" in step.get_concrete_function(x, dz).kernel_source
+    phase[0] = "calling"
+    before = v.numpy()
+    step(x, dz)
+    compiled = {types for when, types in calls if when == "compiling"}
+    called = {types for when, types in calls if when == "calling"}
+    assert called and called <= compiled
+    np.testing.assert_allclose(v.numpy(), before - 0.5 * (x.numpy().T @ dz.numpy()), rtol=1e-12)

@@ -416,3 +416,25 @@ def test_generated_modules_are_written_privately_and_marked_in_use(tmp_path, mon
     cache = cache_directory.directory(str(tmp_path / "cache"))
     cache.trim(0)
     assert path.exists()
+
+
+@kernel_cache.njit
+def _sum_from(x, start):
+    s = 0.0
+    for i in range(start, x.shape[0]):
+        s += x[i]
+    return s
+
+
+@kernel_cache.njit
+def _sums_from_constants(x, start):
+    return _sum_from(x, 0) + _sum_from(x, 1) + _sum_from(x, start)
+
+
+def test_a_helper_called_with_constants_compiles_once_for_their_plain_types():
+    """Numba types a constant argument as a literal, one specialization per constant; the
+    library's helpers compile once for the plain types instead."""
+    from numba.core import types
+    assert _sums_from_constants(np.arange(4.0), 2) == 6.0 + 6.0 + 5.0
+    assert len(_sum_from.signatures) == 1
+    assert not any(isinstance(t, types.Literal) for t in _sum_from.signatures[0])

@@ -38,7 +38,9 @@ def max_pool2d_kernel(x, kh, kw, sh, sw, pt, pl, out, n_lo, n_hi):
                     for iw in range(max(w0, 0), min(w0 + kw, W)):
                         src = x[n, ih, iw]
                         if first:
-                            dst[:] = src
+                            # (a loop: Numba's array slice assignment costs a second to compile)
+                            for c in range(C):
+                                dst[c] = src[c]
                             first = False
                         else:
                             for c in range(C):

@@ -19,9 +19,10 @@ import numpy as np
 
 from ops.codegen import lease_source, mark_compiled, was_compiled
 
+from hybridtf.compiler import plan as plan_lib
 from hybridtf.compiler.compiled import CompiledGraph, failures_named, op_names
 from hybridtf.compiler.cpu import loops, parts
-from hybridtf.compiler.cpu.driver import DriverBuilder
+from hybridtf.compiler.cpu.driver import DriverBuilder, cpu_kernel, static_args
 from hybridtf.compiler.cpu.render import RENDERER
 
 GENERATED_PREFIX = "graph"   # generated modules are named graph_<hash>
@@ -75,6 +76,7 @@ class Rendered:
                                                module).build()
         if warm_up and kernels.all:
             _warm_up(kernels, module)
+            _warm_up_products(self.choices.products.values())
             mark_compiled(GENERATED_PREFIX, self.source)
         return CompiledGraph(self.lowered.graph, run, self.source, driver_source, lease)
 
@@ -108,6 +110,20 @@ def render_kernels(lowered, choices):
 def load(source):
     """The ``ops.codegen.ModuleLease`` of the module ``source``, or None without one."""
     return lease_source(GENERATED_PREFIX, source) if source else None
+
+
+def _warm_up_products(products):
+    """Compiles the ``rows`` form of each matrix product computed inside a part kernel, for the
+    arguments ``parts.split_call_with_product`` passes it (C-contiguous operands, an empty range
+    of rows): only a compiled plan calls it, so a first call that loads the plan from the cache
+    would otherwise compile it (0.4 s) before the cache has it."""
+    for node in products:
+        if not all(plan_lib.known(t._static_shape) for t in node.inputs):
+            continue   # compiled on its first call
+        operands = [np.zeros(t._static_shape, t._static_dtype) for t in node.inputs]
+        out = np.empty((0, node.outputs[0]._static_shape[1]), operands[0].dtype)
+        with failures_named(op_names([node])):
+            cpu_kernel(node.op).rows(*operands, *static_args(node), 0, 0, out)
 
 
 def _warm_up(kernels, module):

@@ -162,11 +162,11 @@ class DriverBuilder:
         row_args += [False] * len(kernel.packs)
         row_args += [True] * (len(args) - len(row_args))   # the outputs
         at = next(i for i, t in enumerate(kernel.args) if t is product.outputs[0])
-        self.bind(f"{fname}_rows", _cpu_kernel(product.op).rows)
+        self.bind(f"{fname}_rows", cpu_kernel(product.op).rows)
         operands = "".join(self.slot(t) + ", " for t in product.inputs)
         code.append(f"_split_call_with_product({fname}, ({packed}), "
                     f"{tuple(row_args)!r}, {at}, {fname}_rows, ({operands}), "
-                    f"{_static_args(product)!r}, {product.outputs[0]._static_shape[1]}, "
+                    f"{static_args(product)!r}, {product.outputs[0]._static_shape[1]}, "
                     + tail)
         return code
 
@@ -215,7 +215,7 @@ class DriverBuilder:
         "alias") as their input, and kernels with a ``direct`` form (a matmul straight into
         BLAS).  False for any other node."""
         op = node.op
-        direct = _cpu_kernel(op).direct
+        direct = cpu_kernel(op).direct
         if op.kind not in ("view", "alias") and (direct is None or op.check_values is not None):
             return False
         if not all(plan_lib.known(t._static_shape)
@@ -228,7 +228,7 @@ class DriverBuilder:
             value = args[0]
         else:
             self.bind(f"m{index}", direct)
-            value = f"m{index}({', '.join(args + [repr(v) for v in _static_args(node)])})"
+            value = f"m{index}({', '.join(args + [repr(v) for v in static_args(node)])})"
         self.emit(f"{self.new_slot(node.outputs[0])} = {value}")
         return True
 
@@ -236,7 +236,7 @@ class DriverBuilder:
         """An op's kernel through its generic calling convention, as the interpreter runs it:
         shape checks the trace could not make, value checks, then ``run``."""
         op = node.op
-        self.bind(f"e{index}", _cpu_kernel(op).run)
+        self.bind(f"e{index}", cpu_kernel(op).run)
         self.bind(f"a{index}", node.attrs)
         self.emit(f"arr = {self.input_arrays(node)}")
         if node.unknown_input_shapes:
@@ -298,13 +298,13 @@ class DriverBuilder:
             for t in self.lowered.graph.outputs) + "]")
 
 
-def _cpu_kernel(op):
+def cpu_kernel(op):
     return op.kernel(devices.CPU)
 
 
-def _static_args(node):
+def static_args(node):
     """The attributes a kernel's ``direct`` and ``rows`` forms take, as Python values."""
-    direct_args = _cpu_kernel(node.op).direct_args
+    direct_args = cpu_kernel(node.op).direct_args
     return tuple(direct_args(node.attrs)) if direct_args is not None else ()
 
 
@@ -316,7 +316,7 @@ def _bound_ufunc(node):
     op = node.op
     if op.kind != "elementwise" or op.stateful or not node.inputs or op.num_outputs != 1:
         return None
-    form = _cpu_kernel(op).ufunc
+    form = cpu_kernel(op).ufunc
     dtype = node.inputs[-1]._static_dtype
     if form is None or dtype == object or dtype.kind not in "biuf" or \
             dtype.name not in op.scalar.dtypes:
