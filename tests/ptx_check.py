@@ -3,7 +3,8 @@ tests/test_cuda_ptx.py in a process without the CUDA simulator.
 
 Every elementwise op (each dtype it takes, broadcast against a second shape) is traced into a
 decorated function; the CUDA compiler renders its fused kernel, which Numba's CUDA target then
-compiles to PTX with libNVVM.  The simulator runs kernels as Python and cannot catch what only
+compiles to PTX with libNVVM; so are a train step's kernels and a few loops and branches that
+run as one kernel each.  The simulator runs kernels as Python and cannot catch what only
 the real target rejects (NumPy functions on scalars, allocation, builtins it cannot type).
 Numba asks the current GPU for its compute capability when it compiles a device function; with
 no GPU, that one call is answered here.  Prints one line per kernel; exits non-zero on the first
@@ -36,7 +37,9 @@ def array_type(tensor):
     return types.Array(from_dtype(np.dtype(tensor._static_dtype)), rank, "C")
 
 
-def compile_kernels(graph):
+def compile_kernels(graph, loops=0):
+    """Compiles the graph's fused kernels, and its loops and branches rendered as one kernel
+    each (``loops``: how many the graph must have)."""
     rendered = compiler.prepare(graph, "cuda")
     module = load_source("cudagraph", rendered.source)
     for kernel in rendered.kernels.values():
@@ -46,7 +49,12 @@ def compile_kernels(graph):
         signature += [array_type(t) for t in kernel.outputs]
         cuda.compile_ptx(getattr(module, kernel.name).py_func, tuple(signature),
                          cc=CAPABILITY)
-    return len(rendered.kernels)
+    if len(rendered.loops) != loops:
+        raise AssertionError(f"{graph.name}: {len(rendered.loops)} loop kernels, not {loops}")
+    for loop in rendered.loops.values():
+        cuda.compile_ptx(getattr(module, loop.kernel.name).py_func, loop.signature(),
+                         cc=CAPABILITY)
+    return len(rendered.kernels) + len(rendered.loops)
 
 
 def main():
@@ -69,6 +77,9 @@ def main():
             print(f"ok {name} {dtype}", flush=True)
     count += compile_kernels(_train_step_graph())
     print("ok a train step")
+    for name, graph in _loop_graphs():
+        count += compile_kernels(graph, loops=1)
+        print(f"ok loop: {name}", flush=True)
     print(f"compiled {count} fused kernels to PTX for compute capability {CAPABILITY}")
 
 
@@ -89,6 +100,48 @@ def _train_step_graph():
         return loss
     return step.get_concrete_function(tf.TensorSpec((8, 5), tf.float32),
                                       tf.TensorSpec((8,), tf.int32)).graph
+
+
+def _loop_graphs():
+    """(name, graph) of loops and branches that each run as one kernel: the W5 loop, a loop of
+    two values of different dtypes with maximum_iterations, integer and bool reductions along
+    axes, a cond, and control flow nested both ways."""
+    f32 = tf.float32
+
+    def w5(x):
+        while tf.reduce_sum(x) > 1:
+            x = tf.tanh(x)
+        return x
+
+    def two_values(x, n):
+        return tf.while_loop(lambda x, n: tf.reduce_max(x) > 0.1,
+                             lambda x, n: (x * 0.5 - tf.reduce_mean(x, axis=0), n + 1),
+                             (x, n), maximum_iterations=7)
+
+    def integer_axes(k, flags):
+        def body(k, flags):
+            return k + tf.reduce_prod(k, axis=1, keepdims=True) % 3, tf.logical_not(flags)
+        return tf.while_loop(
+            lambda k, flags: tf.logical_and(tf.reduce_sum(k) < 50, tf.reduce_any(flags)),
+            body, (k, flags))
+
+    def branches(p, x):
+        return tf.cond(p, lambda: tf.reduce_min(x, axis=1), lambda: tf.reduce_sum(tf.exp(x), 1))
+
+    def nested(x):
+        def body(x):
+            inner = tf.while_loop(lambda y: tf.reduce_sum(y) > 2.0, lambda y: y * 0.5, (x,))[0]
+            return tf.cond(tf.reduce_all(inner > 0), lambda: inner - 1.0, lambda: -inner)
+        return tf.while_loop(lambda x: tf.reduce_mean(x) > -3.0, body, (x,),
+                             maximum_iterations=4)
+
+    specs = {w5: [tf.TensorSpec((5,), f32)],
+             two_values: [tf.TensorSpec((3, 4), tf.float64), tf.TensorSpec((), tf.int32)],
+             integer_axes: [tf.TensorSpec((2, 3), tf.int32), tf.TensorSpec((4,), tf.bool)],
+             branches: [tf.TensorSpec((), tf.bool), tf.TensorSpec((2, 3), f32)],
+             nested: [tf.TensorSpec((6,), f32)]}
+    for fn, signature in specs.items():
+        yield fn.__name__, tf.function(fn).get_concrete_function(*signature).graph
 
 
 if __name__ == "__main__":

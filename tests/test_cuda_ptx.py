@@ -1,6 +1,7 @@
-"""The CUDA compiler's kernels compile for a real GPU (PTX through libNVVM), checked where no
-GPU is present: the simulator that runs the other GPU tests runs kernels as Python and accepts
-code that a GPU's compiler rejects.  Needs libNVVM (the ``nvidia-cuda-nvcc-cu12`` wheel, or a
+"""The CUDA compiler's kernels -- fused groups, and loops and branches run as one kernel --
+compile for a real GPU (PTX through libNVVM), checked where no GPU is present: the simulator
+that runs the other GPU tests runs kernels as Python and accepts code that a GPU's compiler
+rejects.  Needs libNVVM (the ``nvidia-cuda-nvcc-cu12`` wheel, or a
 CUDA toolkit); skipped without it."""
 import os
 import pathlib
@@ -35,3 +36,4 @@ def test_fused_kernels_compile_for_a_gpu():
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     assert "ok a train step" in done.stdout
     assert "ok tanh float32" in done.stdout and "ok select" in done.stdout
+    assert "ok loop: w5" in done.stdout and "ok loop: nested" in done.stdout

@@ -50,6 +50,8 @@ def test_kind_specific_declarations(name):
         assert op.scalar is None
     if op.kind == "reduction":
         assert op.reduction in opdef.REDUCTIONS and op.num_outputs == 1 and not op.stateful
+    elif op.kind == "opaque" and op.reduction is not None:
+        assert op.reduction in opdef.OPAQUE_REDUCTIONS and op.num_outputs == 1
     else:
         assert op.reduction is None
     if op.kind == "control_flow":

@@ -50,6 +50,8 @@ Spec = namedtuple("Spec", "shape dtype")
 
 KINDS = ("elementwise", "reduction", "view", "alias", "control_flow", "opaque")
 REDUCTIONS = ("sum", "mean", "max", "min")   # the accumulators a fused loop knows
+# The reductions of opaque ops: named for the compilers that reduce in kernels of their own
+OPAQUE_REDUCTIONS = ("prod", "any", "all")
 CONTROL_FLOW = ("while", "cond")             # the natively rendered control-flow forms
 
 
@@ -121,7 +123,9 @@ class OpDef:
         self.num_outputs = num_outputs
         self.scalar = scalar            # the ops.elementwise.ScalarOp of an elementwise op
         self.stateful = stateful
-        self.reduction = reduction      # a reduction's accumulator: one of REDUCTIONS
+        # the reduction over axes (attrs ``axis``, ``keepdims``) the op computes: one of
+        # REDUCTIONS for kind "reduction", of OPAQUE_REDUCTIONS for an opaque op
+        self.reduction = reduction
         self.float_safe_checks = float_safe_checks
         self.random_stream = random_stream
         self.shape_only = shape_only

@@ -96,14 +96,14 @@ def _prod_grad(record, grads):
 
 def _define(name, grad, allowed=NUMERIC, fusable=False):
     """Registers ``reduce_<name>`` with the ``reduce_<name>`` kernels of ``ops.reduce`` and
-    ``ops.cuda.reduce``; a ``fusable`` one is a "reduction" whose accumulator a fused loop knows
-    (``OpDef.reduction``), the others are opaque."""
+    ``ops.cuda.reduce``; a ``fusable`` one is a "reduction" whose accumulator a fused loop knows,
+    the others are opaque; each names its reduction (``OpDef.reduction``)."""
     kernel = "reduce_" + name
     return register(OpDef(kernel, "reduction" if fusable else "opaque",
                           {"cpu": _reduce_eager(name, getattr(kernels, kernel)),
                            "cuda": _reduce_eager(name, getattr(cuda_kernels, kernel))},
                           _reduce_infer(kernel, allowed), grad,
-                          reduction=name if fusable else None))
+                          reduction=name))
 
 
 SUM = _define("sum", _sum_grad, fusable=True)

@@ -147,50 +147,106 @@ def _tile_reduce(x, sh, task, rows, run, cols, parts, tx_n, ty_n, op, init):
     return value, where if ty == 0 else -1
 
 
+@jit(device=True, cache=True)
+def _store_float(out, where, value, finish, count):
+    """A float reduction's result stored: as it is, or for MEAN divided by ``count`` (NaN when
+    it is 0)."""
+    if finish == MEAN:
+        out[where] = value / count if count > 0 else math.nan
+    else:
+        out[where] = value
+
+
+@jit(device=True, cache=True)
+def _store_int(out, where, value, finish, count, span, half):
+    """An integer reduction's result wrapped to out's dtype (``span``, ``half``: ``wrap_args``)
+    and stored: as it is, or for MEAN the wrapped sum divided by ``count``, truncated toward
+    zero as TF does (0 when ``count`` is 0)."""
+    s = wrap_int(value, span, half)
+    if finish == MEAN:
+        if count > 0:
+            q = s // count
+            if s % count != 0 and s < 0:
+                q += 1   # floor division rounded a negative quotient down
+            s = q
+        else:
+            s = 0
+    out[where] = s
+
+
+@jit(device=True, cache=True)
+def _float_tasks(x, out, sh, first, stride, rows, run, cols, parts, tx_n, ty_n, op, init,
+                 finish, count):
+    """Tiles ``first``, ``first + stride``, ... of a float reduction pass (float64
+    accumulator, shared memory ``sh``)."""
+    for task in range(first, _tile_count(rows, cols, parts, tx_n, ty_n), stride):
+        value, where = _tile_reduce(x, sh, task, rows, run, cols, parts, tx_n, ty_n, op, init)
+        if where >= 0:
+            _store_float(out, where, value, finish, count)
+
+
+@jit(device=True, cache=True)
+def _int_tasks(x, out, sh, first, stride, rows, run, cols, parts, tx_n, ty_n, op, init,
+               finish, count, span, half):
+    """Tiles ``first``, ``first + stride``, ... of an integer reduction pass (int64
+    accumulator, shared memory ``sh``)."""
+    for task in range(first, _tile_count(rows, cols, parts, tx_n, ty_n), stride):
+        value, where = _tile_reduce(x, sh, task, rows, run, cols, parts, tx_n, ty_n, op, init)
+        if where >= 0:
+            _store_int(out, where, value, finish, count, span, half)
+
+
 @jit(cache=True)
 def _reduce_float(x, out, rows, run, cols, parts, tx_n, ty_n, op, init, finish, count):
     """Float reduction pass (float64 accumulator): ``finish`` STORE or MEAN (divide by
     ``count``; NaN when it is 0)."""
     sh = cuda.shared.array(THREADS, float64)
-    for task in range(cuda.blockIdx.x, _tile_count(rows, cols, parts, tx_n, ty_n),
-                      cuda.gridDim.x):
-        value, where = _tile_reduce(x, sh, task, rows, run, cols, parts, tx_n, ty_n, op, init)
-        if where >= 0:
-            if finish == MEAN:
-                out[where] = value / count if count > 0 else math.nan
-            else:
-                out[where] = value
+    _float_tasks(x, out, sh, cuda.blockIdx.x, cuda.gridDim.x, rows, run, cols, parts, tx_n,
+                 ty_n, op, init, finish, count)
 
 
 @jit(cache=True)
 def _reduce_int(x, out, rows, run, cols, parts, tx_n, ty_n, op, init, finish, count, span,
                 half):
     """Integer reduction pass (int64 accumulator), the result wrapped to out's dtype (``span``,
-    ``half``: ``wrap_args``); ``finish``
-    STORE or MEAN (the wrapped sum divided by ``count``, truncated toward zero as TF does; 0
-    when ``count`` is 0)."""
+    ``half``: ``wrap_args``); ``finish`` STORE or MEAN (see ``_store_int``)."""
     sh = cuda.shared.array(THREADS, int64)
-    for task in range(cuda.blockIdx.x, _tile_count(rows, cols, parts, tx_n, ty_n),
-                      cuda.gridDim.x):
-        value, where = _tile_reduce(x, sh, task, rows, run, cols, parts, tx_n, ty_n, op, init)
-        if where >= 0:
-            s = wrap_int(value, span, half)
-            if finish == MEAN:
-                if count > 0:
-                    q = s // count
-                    if s % count != 0 and s < 0:
-                        q += 1   # floor division rounded a negative quotient down
-                    s = q
-                else:
-                    s = 0
-            out[where] = s
+    _int_tasks(x, out, sh, cuda.blockIdx.x, cuda.gridDim.x, rows, run, cols, parts, tx_n,
+               ty_n, op, init, finish, count, span, half)
+
+
+# ---- reductions inside a kernel run by one block ----------------------------------------------
+# A kernel launched as a single block (a loop whose every step must see the previous one's
+# results: ``cuda.syncthreads`` is its only barrier) reduces with the whole block, one pass of
+# ``reduction_passes`` at a time, tiled by ``thread_tiling`` for its block size.  ``sh``: a
+# shared array of THREADS float64 (int64) values.  Every thread of the block must call them;
+# the results are visible to the block after its next ``cuda.syncthreads()``.
+@jit(device=True, cache=True)
+def block_reduce_float(x, out, sh, rows, run, cols, tx_n, ty_n, op, init, finish, count):
+    """A float pass over flat ``x`` viewed as (rows, run, cols) into flat ``out`` (rows, cols),
+    as ``_reduce_float`` does it with one part."""
+    _float_tasks(x, out, sh, 0, 1, rows, run, cols, 1, tx_n, ty_n, op, init, finish, count)
+
+
+@jit(device=True, cache=True)
+def block_reduce_int(x, out, sh, rows, run, cols, tx_n, ty_n, op, init, finish, count, span,
+                     half):
+    """An integer (or bool) pass, as ``_reduce_int`` does it with one part."""
+    _int_tasks(x, out, sh, 0, 1, rows, run, cols, 1, tx_n, ty_n, op, init, finish, count, span,
+               half)
+
+
+def thread_tiling(run, cols, threads=THREADS):
+    """(tx_n, ty_n) of a pass over (rows, run, cols) by blocks of ``threads`` threads (a power
+    of two, at least a warp): TX threads over the columns, TY over the run."""
+    tx_n = 1 if cols == 1 else min(_WARP, pow2_at_least(cols))
+    return tx_n, min(threads // tx_n, pow2_at_least(run))
 
 
 def _tiling(rows, run, cols, split=True):
     """(tx_n, ty_n, parts, blocks, threads) of a pass over (rows, run, cols); one part unless
     ``split``."""
-    tx_n = 1 if cols == 1 else min(_WARP, pow2_at_least(cols))
-    ty_n = min(THREADS // tx_n, pow2_at_least(run))
+    tx_n, ty_n = thread_tiling(run, cols)
     _, threads = block_shape(tx_n * ty_n, rows)
     tiles = -(-rows // (threads // (tx_n * ty_n))) * -(-cols // tx_n)
     parts = 1
@@ -268,6 +324,28 @@ def device_copy(x):
     return out
 
 
+def reduction_passes(shape, axes):
+    """(rows, run, cols) of each pass of a reduction of an array of ``shape`` over ``axes``
+    (normalised, sorted, unique), in order: a pass reduces its input viewed as (rows, run, cols)
+    into (rows, cols), written in the accumulator's dtype for the next pass to read, and by
+    the last in the output's.  An empty reduction, or one over axes of size 1 only, is one
+    pass with a run of 0 or 1."""
+    size = _prod(shape)
+    dims = _merged_dims(shape, axes)
+    if size == 0 or not any(reduced for _, reduced in dims):
+        kept = _prod(d for i, d in enumerate(shape) if i not in axes)
+        return [(kept, 0 if size == 0 else 1, 1)]
+    passes = []
+    while True:
+        j = max(i for i, (_, reduced) in enumerate(dims) if reduced)
+        passes.append((_prod(d for d, _ in dims[:j]), dims[j][0],
+                       _prod(d for d, _ in dims[j + 1:])))
+        if sum(reduced for _, reduced in dims) == 1:
+            return passes
+        dims = _merged_dims([d for d, _ in dims[:j] + dims[j + 1:]],
+                            {i for i, (_, reduced) in enumerate(dims[:j]) if reduced})
+
+
 def _reduce(x, axes, keepdims, reduction, out_dtype=None):
     out = empty(_out_shape(x.shape, axes, keepdims), out_dtype or x.dtype)
     if out.size == 0:
@@ -278,23 +356,13 @@ def _reduce(x, axes, keepdims, reduction, out_dtype=None):
     current = x.reshape(x.size)
     if x.dtype == np.bool_:
         current = current.view(np.uint8)
-    dims = _merged_dims(x.shape, axes)
-    if x.size == 0 or not any(reduced for _, reduced in dims):
-        # An empty reduction (every output the identity), or only axes of size 1.
-        reduction.run_pass(current, flat_out, out.size, 0 if x.size == 0 else 1, 1, True)
-        return out
-    while True:
-        j = max(i for i, (_, reduced) in enumerate(dims) if reduced)
-        rows = _prod(d for d, _ in dims[:j])
-        cols = _prod(d for d, _ in dims[j + 1:])
-        last = sum(reduced for _, reduced in dims) == 1
+    passes = reduction_passes(x.shape, axes)
+    for n, (rows, run, cols) in enumerate(passes):
+        last = n == len(passes) - 1
         dest = flat_out if last else empty(rows * cols, reduction.acc_dtype)
-        reduction.run_pass(current, dest, rows, dims[j][0], cols, last)
-        if last:
-            return out
+        reduction.run_pass(current, dest, rows, run, cols, last)
         current = dest
-        dims = _merged_dims([d for d, _ in dims[:j] + dims[j + 1:]],
-                            {i for i, (_, reduced) in enumerate(dims[:j]) if reduced})
+    return out
 
 
 def _max_identity(dtype):
@@ -305,60 +373,70 @@ def _min_identity(dtype):
     return np.inf if dtype.kind == "f" else np.iinfo(dtype).max
 
 
+# The reductions ``reduction_for`` knows, by the name of their ``reduce_<name>`` kernel.
+REDUCTIONS = ("sum", "prod", "mean", "max", "min", "any", "all")
+
+
+def reduction_for(name, dtype, count=1):
+    """The ``_Reduction`` of ``reduce_<name>`` (sum, prod, mean, max, min, any, all) of an array
+    of ``dtype``; ``count``: how many values each result reduces (a mean divides by it)."""
+    if name == "any":
+        return _Reduction(np.dtype(np.uint8), MAX, 0)
+    if name == "all":
+        return _Reduction(np.dtype(np.uint8), MIN, 1)
+    if name == "mean":
+        return _Reduction(dtype, SUM, 0, MEAN, count)
+    op, identity = {"sum": (SUM, 0), "prod": (PROD, 1), "max": (MAX, _max_identity(dtype)),
+                    "min": (MIN, _min_identity(dtype))}[name]
+    return _Reduction(dtype, op, identity)
+
+
+def _reduced(name, x, axes, keepdims, out_dtype=None):
+    if not axes:
+        return device_copy(x)
+    count = _prod(x.shape[i] for i in axes)
+    return _reduce(x, axes, keepdims, reduction_for(name, x.dtype, count), out_dtype)
+
+
 def reduce_sum(x, axes, keepdims=False):
     """Sum of device array ``x`` over ``axes`` (tf.reduce_sum), as ``ops.reduce.reduce_sum``:
     float sums accumulate in float64, integer sums in int64 and wrap to x's dtype; empty -> 0;
     no axes -> a copy."""
-    if not axes:
-        return device_copy(x)
-    return _reduce(x, axes, keepdims, _Reduction(x.dtype, SUM, 0))
+    return _reduced("sum", x, axes, keepdims)
 
 
 def reduce_prod(x, axes, keepdims=False):
     """Product of ``x`` over ``axes`` (tf.reduce_prod); as reduce_sum, empty -> 1."""
-    if not axes:
-        return device_copy(x)
-    return _reduce(x, axes, keepdims, _Reduction(x.dtype, PROD, 1))
+    return _reduced("prod", x, axes, keepdims)
 
 
 def reduce_mean(x, axes, keepdims=False):
     """Mean of ``x`` over ``axes`` (tf.reduce_mean): the float64 sum divided by the count for
     floats (NaN when empty); for integers the wrapped sum divided by the count, truncated toward
     zero (0 when empty), as TF."""
-    if not axes:
-        return device_copy(x)
-    count = _prod(x.shape[i] for i in axes)
-    return _reduce(x, axes, keepdims, _Reduction(x.dtype, SUM, 0, MEAN, count))
+    return _reduced("mean", x, axes, keepdims)
 
 
 def reduce_max(x, axes, keepdims=False):
     """Maximum of ``x`` over ``axes`` (tf.reduce_max); NaN propagates; empty -> -inf (floats)
     or the dtype's minimum."""
-    if not axes:
-        return device_copy(x)
-    return _reduce(x, axes, keepdims, _Reduction(x.dtype, MAX, _max_identity(x.dtype)))
+    return _reduced("max", x, axes, keepdims)
 
 
 def reduce_min(x, axes, keepdims=False):
     """Minimum of ``x`` over ``axes`` (tf.reduce_min); NaN propagates; empty -> +inf (floats)
     or the dtype's maximum."""
-    if not axes:
-        return device_copy(x)
-    return _reduce(x, axes, keepdims, _Reduction(x.dtype, MIN, _min_identity(x.dtype)))
+    return _reduced("min", x, axes, keepdims)
 
 
 def reduce_any(x, axes, keepdims=False):
     """Logical or of bool ``x`` over ``axes`` (tf.reduce_any); empty -> False."""
-    if not axes:
-        return device_copy(x)
-    return _reduce(x, axes, keepdims, _Reduction(np.dtype(np.uint8), MAX, 0), np.bool_)
+    return _reduced("any", x, axes, keepdims, np.bool_)
 
 
 def reduce_all(x, axes, keepdims=False):
     """Logical and of bool ``x`` over ``axes`` (tf.reduce_all); empty -> True."""
-    if not axes:
-        return device_copy(x)
-    return _reduce(x, axes, keepdims, _Reduction(np.dtype(np.uint8), MIN, 1), np.bool_)
+    return _reduced("all", x, axes, keepdims, np.bool_)
 
 
 # ---- argmax / argmin ----------------------------------------------------------------------------

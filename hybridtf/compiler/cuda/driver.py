@@ -1,9 +1,11 @@
 """The CUDA driver: runs a lowered graph's steps in order, every value on the device.
 
 A fused group launches its kernel (``cuda.render``) on new device arrays for its stored values;
-every other node -- matrix products, convolutions, reductions, random draws, control flow --
-runs exactly as the graph interpreter runs it (``interpreter.run_node``): with its CUDA kernel,
-or on the CPU with its inputs copied there when it has none (soft placement, as eager ops).
+a loop or branch rendered as one kernel (``cuda.loops``) launches it as one block, on new device
+arrays for its outputs and its scratch pools; every other node -- matrix products,
+convolutions, reductions, random draws, other control flow -- runs exactly as the graph
+interpreter runs it (``interpreter.run_node``): with its CUDA kernel, or on the CPU with its
+inputs copied there when it has none (soft placement, as eager ops).
 Captured and folded values go to the device once, when the driver is built.  Variables are read
 from, and their new values written back to, their device arrays; nothing returns to the host
 inside a call but what a CPU-only op needs.
@@ -17,9 +19,12 @@ from hybridtf.graph import interpreter
 
 class Driver:
     """``run(inputs, call_index)`` of a lowered graph (a ``compiled.Lowered``) on ``backend``,
-    with its group ``kernels`` (step index -> ``render.Kernel``) loaded from ``module``."""
+    with its group ``kernels`` (step index -> ``render.Kernel``) and its loops and branches
+    rendered as one kernel each (``loops``: step index -> ``loops.LoopKernel``), loaded from
+    ``module``."""
 
-    def __init__(self, lowered, backend, kernels, module):
+    def __init__(self, lowered, backend, kernels, module, loops=None):
+        loops = loops or {}
         self.graph = lowered.graph
         self.backend = backend
         self.bound = {}   # id(tensor) -> device array of the captures and folded values
@@ -43,6 +48,12 @@ class Driver:
                 for node in item.reductions:
                     self.steps.append(_node_step(node, backend))
                     self.listing.append(self.node_line(node))
+            elif index in loops:
+                loop = loops[index]
+                self.steps.append(_loop_step(getattr(module, loop.kernel.name), loop, backend))
+                self.listing.append(f"{self.names(item.outputs) or '_'} = {loop.kernel.name}("
+                                    f"{self.names(item.inputs)})  # {item.op.name}: one kernel, "
+                                    f"one block of {loop.threads} threads")
             else:
                 self.steps.append(_node_step(item, backend))
                 self.listing.append(self.node_line(item))
@@ -95,6 +106,25 @@ def _launch(function, kernel, packs, backend):
         arrays = [a.reshape(1) if scalar else a for a, scalar in zip(arrays, kernel.scalar_args)]
         function[blocks_for(outputs[0].size), THREADS](*arrays, *packs, *outputs)
         for t, array in zip(kernel.outputs, outputs):
+            values[id(t)] = array if t._static_shape else array.reshape(())
+    return step
+
+
+def _loop_step(function, loop, backend):
+    node = loop.node
+    launch = function[1, loop.threads]
+    constants = [backend.from_host(a) for a in loop.constants]   # on the device once
+    shapes = [tuple(t._static_shape) or (1,) for t in node.outputs]
+
+    def step(values, call_index):
+        arrays = [devices.on_backend(backend, values[id(t)]) for t in node.inputs]
+        arrays = [a.reshape(1) if scalar else a
+                  for a, scalar in zip(arrays, loop.kernel.scalar_args)]
+        # New scratch for every call, so that calls running side by side share nothing.
+        scratch = [empty(size, dtype) for dtype, size in loop.scratch]
+        outputs = [empty(shape, t._static_dtype) for shape, t in zip(shapes, node.outputs)]
+        launch(*arrays, *constants, *scratch, *outputs)
+        for t, array in zip(node.outputs, outputs):
             values[id(t)] = array if t._static_shape else array.reshape(())
     return step
 

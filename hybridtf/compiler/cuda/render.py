@@ -9,6 +9,10 @@ reductions, which run as steps on their CUDA kernels) are stored to output array
 allocates on the device; sizes are read from the first output, so that the source depends on
 the group's structure only (equal structures share one kernel, and Numba's disk cache).
 Rank-0 values are passed as arrays of one element, read and written at index 0.
+
+The same body serves as a device function (``render(..., device=True)``) that a kernel run by a
+single block calls (``cuda.loops``): there the grid is that block, so the loop walks the
+elements with the block's threads.
 """
 from hybridtf.compiler.render import Kernel, LoopRenderer, Operands
 from hybridtf.framework import devices
@@ -18,6 +22,8 @@ import numpy as np
 from numba import cuda
 
 from ops import elementwise
+from ops.cuda.block import block_copy
+from ops.cuda.reduce import block_reduce_float, block_reduce_int
 from ops.cuda.scalar import device_function
 '''
 
@@ -36,9 +42,10 @@ class CudaRenderer(LoopRenderer):
     # say which constants are worth a literal here too.
     backend = devices.CPU
 
-    def render(self, group, constants, in_place=None, parts=False):
+    def render(self, group, constants, in_place=None, parts=False, device=False):
         """The ``Kernel`` of ``group``'s members: arguments (the inputs, then one pack of
-        constants per dtype, then the outputs), and ``outputs``: the member values stored."""
+        constants per dtype, then the outputs), and ``outputs``: the member values stored.
+        ``device``: a device function rather than a kernel."""
         shape = group.shape
         rank = len(shape)
         stored = stored_values(group)
@@ -82,7 +89,8 @@ class CudaRenderer(LoopRenderer):
         pack_params = [f"p{j}" for j in range(len(operands.packs))]
         signature = ", ".join(operands.arg_names + pack_params
                               + [f"o{n}" for n in range(len(stored))])
-        name, source = self.function("fused", signature, lines)
+        name, source = self.function("fused", signature, lines,
+                                     ", device=True" if device else "")
         return Kernel(name, source, operands.args, operands.scalar_args, stored, imports,
                       packs=operands.packs.values())
 
