@@ -1,5 +1,6 @@
 """Tiered execution: a new trace runs on the interpreter while its kernels compile in the
 background, and both tiers give the same results."""
+import functools
 import os
 import threading
 import warnings
@@ -217,3 +218,33 @@ def test_a_module_counts_as_compiled_only_after_its_warm_up_completed():
     assert os.path.exists(codegen_path) and not compiler.prepare(graph).stored
     compiler.prepare(graph).finish()         # compiled
     assert compiler.prepare(graph).stored
+
+
+def test_the_interpreter_frees_each_intermediate_after_its_last_reader():
+    """A chain of ten elementwise steps on an 8 MB array holds a few arrays at a time, not
+    all ten (each dead intermediate is freed, and the next one reuses its memory)."""
+    import tracemalloc
+    from hybridtf.graph import interpreter
+
+    def chain(x, v):
+        y = x
+        for k in range(10):
+            y = y * 1.5 + float(k)
+        v.assign(y)          # a variable's new value outlives the nodes
+        return y * 2.0, x    # as do the outputs, an input among them
+
+    v = tf.Variable(np.zeros(1 << 20))
+    x = np.linspace(0.0, 1.0, 1 << 20)
+    graph = tf.function(chain).get_concrete_function(tf.constant(x), v).graph
+    interpreter.run(graph, [x], 0)   # the ufuncs built, the releases computed
+    tracemalloc.start()
+    try:
+        outputs = interpreter.run(graph, [x], 0)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    expected = 2.0 * functools.reduce(lambda y, k: y * 1.5 + k, range(10), x)
+    np.testing.assert_allclose(outputs[0], expected)
+    assert outputs[1] is x
+    np.testing.assert_allclose(v.numpy(), expected / 2.0)
+    assert peak < 6 * x.nbytes   # all twenty intermediates alive: over 20 * 8 MB

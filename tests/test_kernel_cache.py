@@ -436,5 +436,9 @@ def test_a_helper_called_with_constants_compiles_once_for_their_plain_types():
     library's helpers compile once for the plain types instead."""
     from numba.core import types
     assert _sums_from_constants(np.arange(4.0), 2) == 6.0 + 6.0 + 5.0
-    assert len(_sum_from.signatures) == 1
-    assert not any(isinstance(t, types.Literal) for t in _sum_from.signatures[0])
+    # What typing the caller asks of the helper (whether the caller compiled now or loaded
+    # from the cache, with the helper's code inside it):
+    array = types.Array(types.float64, 1, "C")
+    for start in (types.IntegerLiteral(0), types.IntegerLiteral(1), types.int64):
+        _sum_from.get_call_template((array, start), {})
+    assert _sum_from.signatures == [(array, types.int64)]
