@@ -15,7 +15,7 @@ from hybridtf.registry import Spec
 
 _CPU = devices.CPU
 _PLACEMENT = devices.PLACEMENT
-_RELEASES = weakref.WeakKeyDictionary()   # FuncGraph -> (its node list's id and length, releases)
+_RELEASES = weakref.WeakKeyDictionary()   # FuncGraph -> (what they were computed for, releases)
 
 
 def _bind_sources(graph, input_arrays, outer_arrays=()):
@@ -76,7 +76,7 @@ def _releases(graph, top_level):
     the top level the variables' new values.  The interpreter drops them once the node has run,
     so that a dead intermediate is freed at once and the next large one reuses its memory
     rather than fresh pages (Adam's updates of a 3136x1024 kernel allocate 12.8 MB a step)."""
-    key = (id(graph.nodes), len(graph.nodes))
+    key = (id(graph.nodes), len(graph.nodes), top_level)
     cached = _RELEASES.get(graph)
     if cached is not None and cached[0] == key:
         return cached[1]
