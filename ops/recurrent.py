@@ -28,6 +28,7 @@ from ops.fast_exp import exp_parts_f32
 from ops.fast_tanh import tanh as _tanh
 from ops.kernel_cache import njit
 from ops.linalg import gemm, matmul
+from ops.nn.rows import copy_run
 
 _jit = njit(error_model="numpy", nogil=True)
 
@@ -71,20 +72,20 @@ def _tanh_into(a, b, out, start, stop):
         out[j] = _tanh(a[j] + b[j])
 
 
-# Row copies are loops: Numba's array slice assignment (``dst[:] = src``) takes about a second
-# to compile in a process with an empty kernel cache.
+# Row copies are loops (``ops.nn.rows.copy_run``): Numba's array slice assignment
+# (``dst[:] = src``) takes about a second to compile in a process with an empty kernel cache.
 @_jit
 def _copy(dst, src):
     """dst[:] = src, for 1-D arrays of one length."""
-    for j in range(src.shape[0]):
-        dst[j] = src[j]
+    copy_run(dst, 0, src, 0, src.shape[0])
 
 
 @_jit
 def _copy_rows(dst, src, lo, hi):
-    """dst[lo:hi] = src[lo:hi], for 2-D arrays of one shape."""
-    for b in range(lo, hi):
-        _copy(dst[b], src[b])
+    """dst[lo:hi] = src[lo:hi], for C-contiguous 2-D arrays of one shape."""
+    width = src.shape[1]
+    copy_run(dst.reshape(dst.size), lo * width, src.reshape(src.size), lo * width,
+             (hi - lo) * width)
 
 
 @_jit
