@@ -3,14 +3,16 @@
 Floats go to BLAS (SciPy's, the one Numba's ``np.dot`` uses) through ``gemm``, a row-major
 ``C = alpha * op(A) @ op(B) + beta * C`` callable from other ``@njit`` kernels: unlike ``np.dot`` it
 takes leading dimensions (so strided row blocks and transposed operands need no copy) and a beta
-(so products accumulate in place).  Integer products use a plain loop kernel.
+(so products accumulate in place).  ``product_gemm``, the same call, runs the products where
+that pays on ``ops.tile_gemm``'s register tiles instead: the matmul op's kernels use it.
+Integer products use a plain loop kernel.
 """
 import numpy as np
 from numba import types
 from numba.extending import overload
 from numba.np.linalg import ensure_blas
 
-from ops import threads
+from ops import threads, tile_gemm
 from ops.kernel_cache import njit
 
 ensure_blas()  # a clear ImportError now, rather than a failure inside the first kernel
@@ -42,6 +44,17 @@ def _blas_kind_impl(arr):
     if arr.dtype == types.float64:
         return lambda arr: ord("d")
     raise TypeError("gemm needs float32 or float64 arrays, got %s" % arr.dtype)
+
+
+# In ``product_gemm``, up to this many multiply-adds a product with an untransposed B, at least
+# one whole tile and 64 terms in each sum runs on register tiles (``ops.tile_gemm``), on the
+# calling thread: BLAS packs both operands at every call, which at these sizes costs as much as
+# the arithmetic, while the tiles run at the FMA units' peak.  Measured, float32 on one core,
+# against OpenBLAS choosing its own kernels: 16x128 by 128x512 at 0.42x its time, 64x784 by
+# 784x256 0.73x, 1600x128 by 128x512 1.0x; against its AVX2 kernels half or less.  Beyond, with
+# a transposed B (which every tile would have to gather) and with short sums (storing the tile
+# costs more than its few terms) BLAS's packing and blocking pay.
+TILED_UNTIL = 1 << 27
 
 
 @_jit
@@ -79,6 +92,19 @@ def gemm(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 
 
 @_jit
+def product_gemm(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+    """``gemm``, on ``ops.tile_gemm``'s register tiles where they pay (see TILED_UNTIL): for the
+    matmul op's kernels and the recurrences.  (The convolutions keep ``gemm``: their products
+    gain nothing measurable, and every kernel that calls the tiles compiles them into its own
+    code, 0.3-0.4 s more on a cold start.)"""
+    if not transpose_b and n >= tile_gemm.width(c) and m >= tile_gemm.ROWS and k >= 64 \
+            and m * n * k <= TILED_UNTIL:
+        tile_gemm.gemm(transpose_a, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+    else:
+        gemm(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+
+
+@_jit
 def matmul_blas_kernel(a, b, ia, ib, transpose_a, transpose_b, out, i_lo, i_hi, r_lo, r_hi,
                        c_lo, c_hi):
     """out[i, r_lo:r_hi, c_lo:c_hi] = (op(a[ia[i]]) @ op(b[ib[i]]))[r_lo:r_hi, c_lo:c_hi] for i in
@@ -98,9 +124,9 @@ def matmul_blas_kernel(a, b, ia, ib, transpose_a, transpose_b, out, i_lo, i_hi, 
     oa = r_lo if transpose_a else r_lo * k
     ob = c_lo * k if transpose_b else c_lo
     for i in range(i_lo, i_hi):
-        gemm(transpose_a, transpose_b, r_hi - r_lo, c_hi - c_lo, k, 1.0,
-             af[ia[i] * sa + oa:], a.shape[2], bf[ib[i] * sb + ob:], b.shape[2], 0.0,
-             of[i * m * n + r_lo * n + c_lo:], n)
+        product_gemm(transpose_a, transpose_b, r_hi - r_lo, c_hi - c_lo, k, 1.0,
+                     af[ia[i] * sa + oa:], a.shape[2], bf[ib[i] * sb + ob:], b.shape[2], 0.0,
+                     of[i * m * n + r_lo * n + c_lo:], n)
 
 
 @_jit
@@ -109,8 +135,9 @@ def matmul_rows_kernel(a, b, transpose_a, transpose_b, r_lo, r_hi, out):
     of one dtype (out: at least r_hi - r_lo rows of N columns)."""
     k = a.shape[0] if transpose_a else a.shape[1]
     oa = r_lo if transpose_a else r_lo * k
-    gemm(transpose_a, transpose_b, r_hi - r_lo, out.shape[1], k, 1.0, a.reshape(a.size)[oa:],
-         a.shape[1], b.reshape(b.size), b.shape[1], 0.0, out.reshape(out.size), out.shape[1])
+    product_gemm(transpose_a, transpose_b, r_hi - r_lo, out.shape[1], k, 1.0,
+                 a.reshape(a.size)[oa:], a.shape[1], b.reshape(b.size), b.shape[1], 0.0,
+                 out.reshape(out.size), out.shape[1])
 
 
 @_jit
@@ -200,13 +227,14 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
     return out
 
 
-# How a product uses the cores (measured): below _THREADED_FROM multiply-adds BLAS on one thread
-# (waking BLAS's threads costs more than they save, and under load they stall).  Many products
+# How a product uses the cores (measured): below _THREADED_FROM multiply-adds one thread
+# (waking threads costs more than they save, and under load they stall).  Many products
 # (attention's batched ones: 128 of 64x32 by 32x64) are split by batch over the kernel threads
 # in parts of at least _PART_MULTIPLY_ADDS, with BLAS on one thread inside each part (BLAS's
 # threads on products that small only wait for each other).  One product: up to _SPLIT_FROM
-# BLAS whole on the free cores (``threads.threaded_blas``: better than a split of ours at these
-# sizes); from there split over the kernel threads by rows or columns.
+# with a transposed B, BLAS whole on the free cores (``threads.threaded_blas``: better than a
+# split of ours at these sizes, where each part would pack B again); otherwise split over the
+# kernel threads by rows or columns (register tiles up to TILED_UNTIL need no packing).
 _THREADED_FROM = 1 << 23
 _SPLIT_FROM = 1 << 25
 _PART_MULTIPLY_ADDS = 1 << 22
@@ -228,7 +256,7 @@ def _matmul_split(a3, b3, ia, ib, transpose_a, transpose_b, out3, K):
         threads.blas_libraries()   # BLAS on one thread from the first product on
         matmul_blas_kernel(a3, b3, ia, ib, transpose_a, transpose_b, out3, 0, B, 0, M, 0, N)
         return
-    if total < _SPLIT_FROM:
+    if total < _SPLIT_FROM and transpose_b:
         with threads.threaded_blas():
             matmul_blas_kernel(a3, b3, ia, ib, transpose_a, transpose_b, out3, 0, B, 0, M, 0, N)
         return

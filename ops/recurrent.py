@@ -2,14 +2,14 @@
 
 Each forward kernel runs a whole sequence in one native loop.  The input projection
 ``x @ kernel + bias`` for every step is computed by the caller (one GEMM), so a kernel only
-adds ``h @ recurrent_kernel`` (one BLAS product per step, through ``gemm``; LSTM's accumulated
-onto the projection in its gates buffer) and applies the gates.  The batch rows are
-independent recurrences: a call splits them over the kernel threads, each part running its
-rows' whole sequence (no waiting between steps); backward, the recurrent kernel's gradient is
-then one product over all rows and steps.  Layout is
-batch-major: projections [batch, time, gates * units], states [batch, units], the mask
-[batch, time] (bool; False: the step is skipped).  Gates are in Keras's order: LSTM (i, f, c, o),
-GRU (z, r, h).
+adds ``h @ recurrent_kernel`` (one product per step through ``product_gemm``, on ``ops.tile_gemm``'s
+register tiles at these sizes: they read the weights in place, where BLAS would pack them again
+at every step; LSTM's accumulated onto the projection in its gates buffer) and applies the
+gates.  The batch rows are independent recurrences: a call splits them over the kernel threads,
+each part running its rows' whole sequence (no waiting between steps); backward, the recurrent
+kernel's gradient is then one product over all rows and steps.  Layout is batch-major:
+projections [batch, time, gates * units], states [batch, units], the mask [batch, time] (bool;
+False: the step is skipped).  Gates are in Keras's order: LSTM (i, f, c, o), GRU (z, r, h).
 
 Masked steps keep the state; the output there repeats the previous output (zeros before the
 first step) or, with ``zero_output``, is zeros.  With ``backwards`` the time axis is read from
@@ -27,7 +27,7 @@ from ops import threads
 from ops.fast_exp import exp_parts_f32
 from ops.fast_tanh import tanh as _tanh
 from ops.kernel_cache import njit
-from ops.linalg import gemm, matmul
+from ops.linalg import matmul, product_gemm
 from ops.nn.rows import copy_run
 
 _jit = njit(error_model="numpy", nogil=True)
@@ -180,8 +180,8 @@ def _simple_rnn_forward_rows(xp, h0, rk, mask, backwards, zero_output, out, h, s
     h_flat = h.reshape(h.size)
     for s in range(steps):
         t = _time_index(s, steps, backwards)
-        gemm(False, False, rows, units, units, 1.0, h_flat[lo * units:], units,
-             rk.reshape(rk.size), units, 0.0, z.reshape(z.size), units)
+        product_gemm(False, False, rows, units, units, 1.0, h_flat[lo * units:], units,
+                     rk.reshape(rk.size), units, 0.0, z.reshape(z.size), units)
         for r in range(rows):
             b = lo + r
             keep = mask[b, t]
@@ -227,8 +227,8 @@ def _simple_rnn_backward_rows(rk_t, mask, states, d_out, backwards, zero_output,
                     d_xp[b, t, j] = da[r, j]
                 else:
                     da[r, j] = 0.0
-        gemm(False, False, rows, units, units, 1.0, da.reshape(da.size), units,
-             rk_t.reshape(rk_t.size), units, 0.0, back.reshape(back.size), units)
+        product_gemm(False, False, rows, units, units, 1.0, da.reshape(da.size), units,
+                     rk_t.reshape(rk_t.size), units, 0.0, back.reshape(back.size), units)
         for r in range(rows):
             if keep[r]:
                 _copy(dh[lo + r], back[r])
@@ -281,8 +281,8 @@ def _lstm_forward_rows(xp, h0, c0, rk, mask, backwards, zero_output, out, h, c, 
         for b in range(lo, hi):
             _copy(gates[b, s], xp[b, t])
         # gates[lo:hi, s] += h[lo:hi] @ rk: rows of gates[:, s] lie steps * four apart
-        gemm(False, False, hi - lo, four, units, 1.0, h_flat[lo * units:], units, rk_flat, four,
-             1.0, gates_flat[(lo * steps + s) * four:], steps * four)
+        product_gemm(False, False, hi - lo, four, units, 1.0, h_flat[lo * units:], units,
+                     rk_flat, four, 1.0, gates_flat[(lo * steps + s) * four:], steps * four)
         for b in range(lo, hi):
             keep = mask[b, t]
             if keep:
@@ -358,8 +358,8 @@ def _lstm_backward_rows(c0, rk_t, mask, cs, gates, d_out, backwards, zero_output
                 dzb[3 * units + j] = dhb[j] * tc * o * (_ONE - o)
                 dcb[j] = dct * f
             _copy(d_xp[b, t], dzb)
-        gemm(False, False, rows, units, four, 1.0, dz_flat, four, rk_t_flat, units, 0.0,
-             back_flat, units)
+        product_gemm(False, False, rows, units, four, 1.0, dz_flat, four, rk_t_flat, units, 0.0,
+                     back_flat, units)
         for r in range(rows):
             if keep[r]:
                 _copy(dh[lo + r], back[r])
@@ -374,8 +374,7 @@ def lstm_backward(h0, c0, rk, mask, hs, cs, gates, d_out, d_h, d_c, backwards, z
     d_xp = np.empty((batch, steps, four), hs.dtype)
     dh = d_h.copy()
     dc = d_c.copy()
-    # BLAS multiplies by a transposed operand at up to half the speed (measured: 32x512 by
-    # 512x128 float32, 40 us against 26 us from a transposed copy)
+    # the step products read their right operand in place only untransposed (ops.tile_gemm)
     rk_t = np.ascontiguousarray(rk.T)
     _split_rows(lambda lo, hi: _lstm_backward_rows(
         c0, rk_t, mask, cs, gates, d_out, backwards, zero_output, d_xp, dh, dc, lo, hi),
@@ -399,8 +398,8 @@ def _gru_forward_rows(xp, h0, rk_zr, rk_h, rb, mask, backwards, zero_output, res
     h_flat = h.reshape(h.size)
     for s in range(steps):
         t = _time_index(s, steps, backwards)
-        gemm(False, False, rows, 2 * units, units, 1.0, h_flat[lo * units:], units,
-             rk_zr.reshape(rk_zr.size), 2 * units, 0.0, zr.reshape(zr.size), 2 * units)
+        product_gemm(False, False, rows, 2 * units, units, 1.0, h_flat[lo * units:], units,
+                     rk_zr.reshape(rk_zr.size), 2 * units, 0.0, zr.reshape(zr.size), 2 * units)
         for r in range(rows):
             b = lo + r
             zrb, gb = zr[r], gates[b, s]
@@ -410,11 +409,11 @@ def _gru_forward_rows(xp, h0, rk_zr, rk_h, rb, mask, backwards, zero_output, res
             for j in range(units):
                 rh[r, j] = gb[units + j] * h[b, j]
         if reset_after:
-            gemm(False, False, rows, units, units, 1.0, h_flat[lo * units:], units,
-                 rk_h.reshape(rk_h.size), units, 0.0, rec.reshape(rec.size), units)
+            product_gemm(False, False, rows, units, units, 1.0, h_flat[lo * units:], units,
+                         rk_h.reshape(rk_h.size), units, 0.0, rec.reshape(rec.size), units)
         else:
-            gemm(False, False, rows, units, units, 1.0, rh.reshape(rh.size), units,
-                 rk_h.reshape(rk_h.size), units, 0.0, rec.reshape(rec.size), units)
+            product_gemm(False, False, rows, units, units, 1.0, rh.reshape(rh.size), units,
+                         rk_h.reshape(rk_h.size), units, 0.0, rec.reshape(rec.size), units)
         for r in range(rows):
             b = lo + r
             keep = mask[b, t]
@@ -489,8 +488,8 @@ def _gru_backward_rows(rk_zr_t, rk_h_t, mask, hs, gates, cand, prev, d_out, back
                     z = gates[b, s, j]
                     d_hh[r, j] = dh[b, j] * (1.0 - z) * (1.0 - hh * hh) if keep[r] else 0.0
                     rh_t[b, t, j] = gates[b, s, units + j] * prev[b, t, j]
-            gemm(False, False, rows, units, units, 1.0, d_hh.reshape(d_hh.size), units,
-                 rk_h_t.reshape(rk_h_t.size), units, 0.0, d_rh.reshape(d_rh.size), units)
+            product_gemm(False, False, rows, units, units, 1.0, d_hh.reshape(d_hh.size), units,
+                         rk_h_t.reshape(rk_h_t.size), units, 0.0, d_rh.reshape(d_rh.size), units)
         for r in range(rows):
             b = lo + r
             if not keep[r]:
@@ -515,11 +514,11 @@ def _gru_backward_rows(rk_zr_t, rk_h_t, mask, hs, gates, cand, prev, d_out, back
                 d_xp[b, t, j] = d_zr[r, j]
                 d_xp[b, t, units + j] = d_zr[r, units + j]
                 d_hh_t[b, t, j] = d_hh[r, j]
-        gemm(False, False, rows, units, 2 * units, 1.0, d_zr.reshape(d_zr.size), 2 * units,
-             rk_zr_t.reshape(rk_zr_t.size), units, 0.0, back.reshape(back.size), units)
+        product_gemm(False, False, rows, units, 2 * units, 1.0, d_zr.reshape(d_zr.size), 2 * units,
+                     rk_zr_t.reshape(rk_zr_t.size), units, 0.0, back.reshape(back.size), units)
         if reset_after:
-            gemm(False, False, rows, units, units, 1.0, d_hh.reshape(d_hh.size), units,
-                 rk_h_t.reshape(rk_h_t.size), units, 1.0, back.reshape(back.size), units)
+            product_gemm(False, False, rows, units, units, 1.0, d_hh.reshape(d_hh.size), units,
+                         rk_h_t.reshape(rk_h_t.size), units, 1.0, back.reshape(back.size), units)
         for r in range(rows):
             if keep[r]:
                 for j in range(units):

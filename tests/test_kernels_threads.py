@@ -204,8 +204,9 @@ def test_kernels_blas_runs_on_one_thread_but_for_large_products(thread_count):
 
 
 def test_products_use_blas_threads_by_size(monkeypatch, thread_count):
-    """Small products on one BLAS thread, medium ones on BLAS's threads, large ones split over
-    the kernel threads with BLAS on one thread in each part."""
+    """Small products on one BLAS thread, medium ones with a transposed B on BLAS's threads
+    (without, split over the kernel threads: their parts run on register tiles, here too small
+    to split), large ones split over the kernel threads with BLAS on one thread in each part."""
     if not threads.blas_libraries():
         pytest.skip("no BLAS found")
     seen = []
@@ -221,11 +222,13 @@ def test_products_use_blas_threads_by_size(monkeypatch, thread_count):
     monkeypatch.setattr(linalg, "_PART_MULTIPLY_ADDS", 16 * 16 * 4)
     threads.set_num_threads(2)
     rng = np.random.default_rng(0)
-    for size, expected in ((4, [1]), (8, [2]), (16, [1, 1])):
+    for size, transpose_b, expected in ((4, False, [1]), (8, True, [2]), (8, False, [1]),
+                                        (16, False, [1, 1]), (16, True, [1, 1])):
         a, b = _random(rng, (size, size)), _random(rng, (size, size))
         seen.clear()
-        np.testing.assert_allclose(linalg.matmul(a, b), a @ b, rtol=1e-12)
-        assert seen == expected, size
+        np.testing.assert_allclose(linalg.matmul(a, b, transpose_b=transpose_b),
+                                   a @ (b.T if transpose_b else b), rtol=1e-12)
+        assert seen == expected, (size, transpose_b)
     threads.set_num_threads(1)
     seen.clear()
     linalg.matmul(_random(rng, (8, 8)), _random(rng, (8, 8)))

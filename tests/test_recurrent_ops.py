@@ -63,6 +63,51 @@ def test_matches_numpy_loop(kind, gates, reset_after, batch, steps, units, dtype
         np.testing.assert_allclose(g.numpy(), w, rtol=tol, atol=tol)
 
 
+# Widths where the step products run whole register tiles (ops.tile_gemm: 16 float32 or 8
+# float64 columns per vector), with rows left over and a last partial tile of columns.
+@pytest.mark.parametrize("kind,gates,reset_after", KINDS)
+@pytest.mark.parametrize("units,batch", [(8, 9), (16, 17), (20, 3)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_wide_recurrences_match_numpy_loop(kind, gates, reset_after, units, batch, dtype):
+    xp, h0, c0, rk, rb, mask = _case(units + batch, batch, 3, units, gates, dtype, True)
+    rk = (rk / np.sqrt(units)).astype(dtype)
+    got = _call(kind, xp, h0, c0, rk, rb, mask, False, False, reset_after)
+    want = _reference(kind, *(a.astype(np.float64) if a.dtype != bool else a
+                              for a in (xp, h0, c0, rk, rb, mask)), False, False, reset_after)
+    tol = 2e-5 if dtype == np.float32 else 1e-12
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), w, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("kind,gates,reset_after", KINDS)
+def test_wide_recurrence_gradients_match_a_directional_difference(kind, gates, reset_after):
+    """d/de loss(args + e * direction) at 0, by central differences, against the gradients'
+    dot product with the direction (float64; 16 units: whole tiles in every step product)."""
+    xp, h0, c0, rk, rb, mask = _case(5, 9, 3, 16, gates, np.float64, True)
+    rk = rk / 4.0
+    args = [xp, h0, c0, rk, rb]
+    rng = np.random.default_rng(6)
+    direction = [rng.normal(size=a.shape) for a in args]
+    weights = [rng.uniform(0.5, 1.5, size=o.shape) for o in
+               _reference(kind, *args, mask, False, False, reset_after)]
+
+    def loss(values):
+        outs = _reference(kind, *values, mask, False, False, reset_after)
+        return sum(np.sum(o * w) for o, w in zip(outs, weights))
+
+    eps = 1e-6
+    numeric = (loss([a + eps * d for a, d in zip(args, direction)])
+               - loss([a - eps * d for a, d in zip(args, direction)])) / (2 * eps)
+    tensors = [tf.constant(a) for a in args]
+    with tf.GradientTape() as tape:
+        tape.watch(tensors)
+        outs = _call(kind, *tensors, mask, False, False, reset_after)
+        total = sum(tf.reduce_sum(o * w) for o, w in zip(outs, weights))
+    grads = tape.gradient(total, tensors)
+    analytic = sum(np.sum(g.numpy() * d) for g, d in zip(grads, direction) if g is not None)
+    np.testing.assert_allclose(analytic, numeric, rtol=1e-6)
+
+
 @pytest.mark.parametrize("kind,gates,reset_after", KINDS)
 @pytest.mark.parametrize("go_backwards,zero_output", [(False, False), (True, True)])
 def test_gradients_match_finite_differences(kind, gates, reset_after, go_backwards,

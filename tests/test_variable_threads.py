@@ -204,6 +204,43 @@ def test_steps_with_no_reads_between_them_write_in_place():
         assert id(v._value) == array   # written in place: nothing else refers to it
 
 
+def test_a_variable_made_from_a_tensor_is_written_in_place_from_the_first_step():
+    """The initial tensor stays the initial value; the variable's own copy is overwritten."""
+    start = _start()
+    v = tf.Variable(tf.constant(start))
+    array = id(v._value)
+    step = _in_place_step(v)    # the first step
+    assert id(v._value) == array
+    step()
+    np.testing.assert_array_equal(v.initial_value.numpy(), start)
+    np.testing.assert_allclose(v.numpy(), (start * 2 + 1) * 2 + 1, rtol=1e-6)
+
+
+def test_keras_weights_and_adam_slots_are_written_in_place_from_the_first_step():
+    """Initializers and slots hand the variable a tensor: no copy at the first update."""
+    model = keras.Sequential([keras.Input((300,)), keras.layers.Dense(256), keras.layers.Dense(3)])
+    optimizer = keras.optimizers.Adam(0.01)
+    kernel = model.trainable_variables[0]
+    initial = kernel.initial_value.numpy().copy()   # not a read of the variable's own array
+    optimizer.build(model.trainable_variables)
+    slots = [optimizer.get_slot(kernel, name) for name in ("momentum", "velocity")]
+    arrays = [id(w._value) for w in [kernel] + slots]
+    x = tf.constant(np.random.default_rng(9).uniform(-1, 1, (8, 300)).astype(np.float32))
+
+    @tf.function
+    def step():
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(model(x)))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+    step()
+    assert [id(w._value) for w in [kernel] + slots] == arrays
+    assert not np.array_equal(kernel.numpy(), initial)
+    np.testing.assert_array_equal(kernel.initial_value.numpy(), initial)
+    assert np.abs(slots[0].numpy()).max() > 0
+
+
 @pytest.mark.parametrize("use_bias", [True, False])
 def test_a_keras_train_step_writes_its_large_weights_in_place(use_bias):
     """The normal training loop: the 300x256 kernel and its Adam slots are updated in place

@@ -61,6 +61,9 @@ class Variable:
                 initial_value = initial_value.value()
             if isinstance(initial_value, Tensor) and initial_value._value is None:  # symbolic
                 initial_value = Tensor(np.asarray(devices.to_host(graph.evaluate(initial_value))))
+        # An eager tensor's array never changes: it can stay the initial value while the
+        # variable owns its copy, so that the first update overwrites that copy in place.
+        source = initial_value if type(initial_value) is Tensor else None
         if isinstance(initial_value, Tensor) or getattr(initial_value, "_is_variable", False):
             value = np.asarray(initial_value)
             if dtype is not None and dtypes.as_dtype(dtype).as_numpy_dtype != value.dtype:
@@ -86,10 +89,17 @@ class Variable:
         self._handout = threading.Lock()   # guards _snapshot and _overwriting (see _set)
         self._overwriting = None           # the thread overwriting the array in place
         self._value = self._snapshot = None
+        own = value
         if _creation_hook is not None:
             value = _creation_hook(self, value)
-        self._set(devices.placed(value))
-        self._initial_value = self._snapshot
+        placed = devices.placed(value)
+        if (source is not None and placed is own and type(source._value) is np.ndarray
+                and source._value.dtype == own.dtype):
+            self._set(value, owned=True)
+            self._initial_value = source
+        else:
+            self._set(placed)
+            self._initial_value = self._snapshot
 
     @staticmethod
     def _scoped_name(name):

@@ -25,7 +25,7 @@ from hybridtf.framework import deferred_restoration, dtypes
 from hybridtf.framework.constant_op import convert_to_tensor
 from hybridtf.framework.errors import InvalidArgumentError
 from hybridtf.framework.name_scope import name_scope
-from hybridtf.framework.tensor import is_tensor
+from hybridtf.framework.tensor import Tensor, is_tensor
 from hybridtf.framework.variables import UpdateLock, Variable
 from hybridtf.graph import func_graph
 from hybridtf.keras.optimizers import schedules
@@ -52,6 +52,13 @@ def _is_variable(value):
 
 def _variable_name(variable):
     return variable.name.split(":")[0]
+
+
+def _initial_value(initializer, shape, dtype, who):
+    """A new variable's initial value; a new array as a tensor (the variable then owns its own
+    copy, which its first update overwrites in place), what a callable returned as it is."""
+    array = _initial_array(initializer, shape, dtype, who)
+    return array if callable(initializer) else Tensor(array)
 
 
 def _initial_array(initializer, shape, dtype, who):
@@ -210,7 +217,7 @@ class Optimizer:
     def add_variable(self, shape, initializer="zeros", dtype=None, name=None):
         """Creates a non-trainable variable owned by the optimizer."""
         dtype = dtypes.as_dtype(dtype or "float32")
-        value = _initial_array(initializer, tuple(shape), dtype, f"{self.name}.add_variable")
+        value = _initial_value(initializer, tuple(shape), dtype, f"{self.name}.add_variable")
         with name_scope(self._scope):
             variable = Variable(value, name=name, trainable=False)
         self._variables.append(variable)
@@ -225,7 +232,7 @@ class Optimizer:
         if name in slots:
             return slots[name]
         base = _variable_name(reference_variable).replace("/", "_")
-        value = _initial_array(initializer, tuple(reference_variable.shape.as_list()),
+        value = _initial_value(initializer, tuple(reference_variable.shape.as_list()),
                                reference_variable.dtype, f"{self.name}.add_variable_from_"
                                "reference")
         with name_scope(self._scope):

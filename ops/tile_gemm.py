@@ -1,0 +1,190 @@
+"""Matrix products in registers: C = alpha * op(A) @ B + beta * C, row-major, for the sizes
+where BLAS's packing costs as much as the arithmetic (``ops.linalg.product_gemm`` chooses).
+
+BLAS copies both operands into packed panels on every call.  For the thin products a
+recurrence makes at every time step (a part of the batch, 8-64 rows, by the same recurrent
+kernel, 50 calls in a row) that costs as much as the arithmetic: OpenBLAS takes 20 us for 16x128
+by 128x512 float32 on one core here (its own AVX-512 kernels), where the FMA units need about
+8.  These kernels read B in place (a row of a column panel is one or two vector loads) and keep
+a tile of C -- 8 rows by 32 float32 or 16 float64 columns with AVX-512 -- in registers over a
+block of the inner dimension: the same product takes 8.5 us.
+
+The tile is written in LLVM vector IR (``_tile``), not left to Numba: Numba does not vectorize
+across independent scalar accumulators, and 128 of them cost seconds of typing.  Vectors are 16
+float32 or 8 float64 wide on every machine; LLVM splits them into the registers it has.
+"""
+import numpy as np
+from llvmlite import ir
+from llvmlite import binding as llvm_binding
+from numba import types
+from numba.core import cgutils, config
+from numba.extending import intrinsic
+
+from ops.kernel_cache import njit
+
+# A tile is ROWS rows by _VECTORS vectors of C, all in registers: with AVX-512's 32 registers
+# 8 x 2 (16 accumulators); with 16 registers 6 x 1 (a 16-float vector is two AVX2 registers).
+_WIDE = "+avx512f" in (config.CPU_FEATURES or llvm_binding.get_host_cpu_features().flatten())
+ROWS, _VECTORS = (8, 2) if _WIDE else (6, 1)
+_LANES = {types.float32: 16, types.float64: 8}       # elements of one vector
+
+
+def _splat(builder, value, vector_type):
+    """A vector with every lane ``value``."""
+    one = builder.insert_element(ir.Constant(vector_type, ir.Undefined), value,
+                                 ir.Constant(ir.IntType(32), 0))
+    return builder.shuffle_vector(one, ir.Constant(vector_type, ir.Undefined),
+                                  ir.Constant(ir.VectorType(ir.IntType(32), vector_type.count),
+                                              [0] * vector_type.count))
+
+
+def _load(builder, data, at, vector):
+    """The vector of ``data[at:at + lanes]`` (no alignment assumed)."""
+    return builder.load(builder.bitcast(builder.gep(data, [at]), vector.as_pointer()), align=1)
+
+
+@intrinsic
+def _tile(typingctx, a, a_at, a_row, a_col, b, b_at, ldb, c, c_at, ldc, rows, k, alpha, beta):
+    """C[0:rows, 0:L] = alpha * A[0:rows, 0:k] @ B[0:k, 0:L] + beta * C (beta == 0: C is not
+    used), rows <= ROWS, L the tile width; each matrix given as a 1-D array, the offset of its
+    first element and its strides: A's element (i, p) is a[a_at + i * a_row + p * a_col], B's
+    and C's rows are ldb and ldc apart.  Rows past ``rows`` are computed on a copy of the last
+    row and not stored.  The caller guarantees every index lies inside the arrays."""
+    dtype = getattr(a, "dtype", None)
+    if dtype not in _LANES or getattr(b, "dtype", None) != dtype or \
+            getattr(c, "dtype", None) != dtype:
+        return None
+    intp = types.intp
+    sig = types.void(a, intp, intp, intp, b, intp, intp, c, intp, intp, intp, intp, dtype,
+                     dtype)
+
+    def codegen(context, builder, signature, args):
+        (a_arr, a_at, a_row, a_col, b_arr, b_at, ldb, c_arr, c_at, ldc, rows, k, alpha,
+         beta) = args
+        element = context.get_value_type(dtype)
+        vector = ir.VectorType(element, _LANES[dtype])
+        a_data = context.make_array(signature.args[0])(context, builder, a_arr).data
+        b_data = context.make_array(signature.args[4])(context, builder, b_arr).data
+        c_data = context.make_array(signature.args[7])(context, builder, c_arr).data
+        intp = context.get_value_type(types.intp)
+        width = vector.count
+        fmuladd = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(vector, [vector] * 3),
+            f"llvm.fmuladd.v{vector.count}f{element.intrinsic_name[1:]}")
+        zero = ir.Constant(vector, [ir.Constant(element, 0.0)] * vector.count)
+        last = builder.sub(rows, ir.Constant(intp, 1))
+        # the start of each A row; rows past ``rows`` read the last one
+        a_rows = []
+        for i in range(ROWS):
+            row = ir.Constant(intp, i)
+            row = builder.select(builder.icmp_signed("<", row, rows), row, last)
+            a_rows.append(builder.add(a_at, builder.mul(row, a_row)))
+        sums = [[cgutils.alloca_once_value(builder, zero) for _ in range(_VECTORS)]
+                for _ in range(ROWS)]
+        with cgutils.for_range(builder, k) as loop:
+            p = loop.index
+            a_p = builder.mul(p, a_col)
+            b_at_p = builder.add(b_at, builder.mul(p, ldb))
+            b_row = [_load(builder, b_data, builder.add(b_at_p, ir.Constant(intp, v * width)),
+                           vector) for v in range(_VECTORS)]
+            for i in range(ROWS):
+                a_value = _splat(builder, builder.load(builder.gep(
+                    a_data, [builder.add(a_rows[i], a_p)])), vector)
+                for v in range(_VECTORS):
+                    builder.store(builder.call(fmuladd, [a_value, b_row[v],
+                                                         builder.load(sums[i][v])]),
+                                  sums[i][v])
+        alphas = _splat(builder, alpha, vector)
+        betas = _splat(builder, beta, vector)
+        read_c = builder.fcmp_unordered("!=", beta, ir.Constant(element, 0.0))
+        for i in range(ROWS):
+            with builder.if_then(builder.icmp_signed("<", ir.Constant(intp, i), rows)):
+                at = builder.add(c_at, builder.mul(ir.Constant(intp, i), ldc))
+                for v in range(_VECTORS):
+                    c_ptr = builder.bitcast(builder.gep(
+                        c_data, [builder.add(at, ir.Constant(intp, v * width))]),
+                        vector.as_pointer())
+                    value = builder.fmul(alphas, builder.load(sums[i][v]))
+                    # C is read only where beta is not 0 (a large C read for nothing costs
+                    # as much memory traffic as writing it)
+                    with builder.if_else(read_c) as (add_c, replace_c):
+                        with add_c:
+                            old = builder.load(c_ptr, align=1)
+                            builder.store(builder.call(fmuladd, [betas, old, value]), c_ptr,
+                                          align=1)
+                        with replace_c:
+                            builder.store(value, c_ptr, align=1)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+_jit = njit(error_model="numpy", nogil=True)
+
+# Blocks that stay in cache: _DEPTH terms of the inner dimension at a time (a column panel of B,
+# _DEPTH by one tile's width, stays in L1; 256 x 32 float32 is 32 KB), over _BAND rows of A at
+# a time (_BAND x _DEPTH of A stays in L2).
+_DEPTH = 256
+_BAND = 192
+
+
+@_jit
+def width(c):
+    """Columns of one tile for C's dtype."""
+    return (16 if c.itemsize == 4 else 8) * _VECTORS
+
+
+@_jit
+def gemm(transpose_a, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+    """Row-major C[m, n] = alpha * op(A) @ B + beta * C (beta == 0: C's old values are not
+    used), with ``ops.linalg.gemm``'s arguments but transpose_b: a, b, c 1-D C-contiguous
+    arrays of one float dtype whose first element is the matrix's first, A stored as rows of k
+    (m if transpose_a) spaced lda apart, B as rows of n spaced ldb apart, C likewise (ldc).
+    The caller guarantees the extents lie inside the arrays.
+
+    B is read in place, but for the last panel when it is partial: that is copied into a
+    zero-padded panel first.  (A transposed B would need every panel copied: BLAS does that
+    better.)"""
+    if m <= 0 or n <= 0:
+        return
+    if k <= 0:   # no terms: C = beta * C
+        for i in range(m):
+            for j in range(n):
+                c[i * ldc + j] = 0.0 if beta == 0 else beta * c[i * ldc + j]
+        return
+    tile = width(c)
+    a_row, a_col = (1, lda) if transpose_a else (lda, 1)
+    panel = np.empty(min(k, _DEPTH) * tile, c.dtype)
+    edge = np.empty(ROWS * tile, c.dtype)     # a partial panel's tile of C
+    for i0 in range(0, m, _BAND):
+        i1 = min(m, i0 + _BAND)
+        for p0 in range(0, k, _DEPTH):
+            depth = min(_DEPTH, k - p0)
+            scale = beta if p0 == 0 else 1.0    # the later blocks add to the first's sums
+            for j0 in range(0, n, tile):
+                cols = min(tile, n - j0)
+                if cols < tile:   # the last panel, zero-padded
+                    for p in range(depth):
+                        for j in range(tile):
+                            panel[p * tile + j] = b[(p0 + p) * ldb + j0 + j] if j < cols else 0.0
+                for i in range(i0, i1, ROWS):
+                    rows = min(ROWS, i1 - i)
+                    # one call of _tile (each call is a copy of its code): B in place into C,
+                    # or the padded panel into ``edge``
+                    if cols == tile:
+                        src, src_at, src_ld, dst, dst_at, dst_ld, dst_beta = \
+                            b, p0 * ldb + j0, ldb, c, i * ldc + j0, ldc, scale
+                    else:
+                        src, src_at, src_ld, dst, dst_at, dst_ld, dst_beta = \
+                            panel, 0, tile, edge, 0, tile, 0.0
+                    _tile(a, i * a_row + p0 * a_col, a_row, a_col, src, src_at, src_ld, dst,
+                          dst_at, dst_ld, rows, depth, alpha, dst_beta)
+                    if cols == tile:
+                        continue
+                    for r in range(rows):
+                        at = (i + r) * ldc + j0
+                        for j in range(cols):
+                            value = edge[r * tile + j]
+                            if scale != 0:
+                                value += scale * c[at + j]
+                            c[at + j] = value
