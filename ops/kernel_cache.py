@@ -214,6 +214,7 @@ class _HealingCache(FunctionCache):
             if found is None:
                 return None
             path, data = found
+            _define_symbols(data)
             try:
                 return self._impl.rebuild(target_context, data)
             except Exception as error:  # noqa: BLE001 - any failure to rebuild is a bad entry
@@ -234,6 +235,36 @@ class _HealingCache(FunctionCache):
                       f"hybridtf could not write its kernel cache in {self._cache_path} "
                       f"({error}); kernels compiled now will be compiled again by later "
                       f"processes. Set HYBRIDTF_CACHE_DIR to a directory you can write to.")
+
+
+# ---- symbols that kernels call by name ------------------------------------------------------
+# A kernel may call compiled code by a symbol name defined at run time (llvmlite's add_symbol)
+# rather than linking a copy of it into its own code: ``ops.tile_gemm``'s products, compiled
+# once instead of into every kernel that multiplies.  LLVM cannot load code that calls an
+# undefined symbol, so a kernel's cached code is searched for the names first.
+_SYMBOL_DEFINERS = {}   # the symbol's name as bytes -> the function that defines it
+
+
+def defines_symbol(name, define):
+    """Registers ``define()``, which defines the symbol ``name``: it is called before any
+    kernel whose cached code mentions ``name`` is loaded (and must be cheap once done)."""
+    _SYMBOL_DEFINERS[name.encode()] = define
+
+
+def _mentions(value, name):
+    """Whether ``name`` (bytes) occurs in the bytes within ``value`` (a cache entry: nested
+    tuples holding the object code)."""
+    if isinstance(value, (bytes, bytearray)):
+        return name in value
+    if isinstance(value, (tuple, list)):
+        return any(_mentions(item, name) for item in value)
+    return False
+
+
+def _define_symbols(data):
+    for name, define in _SYMBOL_DEFINERS.items():
+        if _mentions(data, name):
+            define()
 
 
 def _kernel_name(py_func):

@@ -4,8 +4,8 @@ Floats go to BLAS (SciPy's, the one Numba's ``np.dot`` uses) through ``gemm``, a
 ``C = alpha * op(A) @ op(B) + beta * C`` callable from other ``@njit`` kernels: unlike ``np.dot`` it
 takes leading dimensions (so strided row blocks and transposed operands need no copy) and a beta
 (so products accumulate in place).  ``product_gemm``, the same call, runs the products where
-that pays on ``ops.tile_gemm``'s register tiles instead: the matmul op's kernels use it.
-Integer products use a plain loop kernel.
+that pays on ``ops.tile_gemm``'s register tiles instead: the matmul op, the convolutions and
+the recurrences use it.  Integer products use a plain loop kernel.
 """
 import numpy as np
 from numba import types
@@ -93,13 +93,10 @@ def gemm(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 
 @_jit
 def product_gemm(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
-    """``gemm``, on ``ops.tile_gemm``'s register tiles where they pay (see TILED_UNTIL): for the
-    matmul op's kernels and the recurrences.  (The convolutions keep ``gemm``: their products
-    gain nothing measurable, and every kernel that calls the tiles compiles them into its own
-    code, 0.3-0.4 s more on a cold start.)"""
+    """``gemm``, on ``ops.tile_gemm``'s register tiles where they pay (see TILED_UNTIL)."""
     if not transpose_b and n >= tile_gemm.width(c) and m >= tile_gemm.ROWS and k >= 64 \
             and m * n * k <= TILED_UNTIL:
-        tile_gemm.gemm(transpose_a, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+        tile_gemm.call(transpose_a, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
     else:
         gemm(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 

@@ -12,14 +12,18 @@ block of the inner dimension: the same product takes 8.5 us.
 The tile is written in LLVM vector IR (``_tile``), not left to Numba: Numba does not vectorize
 across independent scalar accumulators, and 128 of them cost seconds of typing.  Vectors are 16
 float32 or 8 float64 wide on every machine; LLVM splits them into the registers it has.
+Kernels reach ``gemm`` through ``call``, its one compiled copy (see the end of this module).
 """
+import threading
+
 import numpy as np
 from llvmlite import ir
 from llvmlite import binding as llvm_binding
-from numba import types
+from numba import carray, types
 from numba.core import cgutils, config
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
+from ops import kernel_cache
 from ops.kernel_cache import njit
 
 # A tile is ROWS rows by _VECTORS vectors of C, all in registers: with AVX-512's 32 registers
@@ -188,3 +192,67 @@ def gemm(transpose_a, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
                             if scale != 0:
                                 value += scale * c[at + j]
                             c[at + j] = value
+
+
+# ---- one compiled copy for every kernel ------------------------------------------------------
+# A kernel calling ``gemm`` would compile a copy of it into its own code (0.3 s more per kernel
+# on a cold start).  Kernels call ``call`` instead: ``gemm`` compiled once per dtype as a C
+# function, reached by a symbol name defined when a kernel that calls it is first compiled or
+# loaded (``kernel_cache.defines_symbol``).
+_SYMBOLS = {types.float32: "hybridtf_tile_gemm_float32",
+            types.float64: "hybridtf_tile_gemm_float64"}
+_defined = {}
+_defining = threading.Lock()
+
+
+@njit
+def _extent(rows, cols, ld):
+    """Elements from the first to the last of a rows x cols matrix whose rows are ld apart."""
+    return 0 if rows <= 0 or cols <= 0 else (rows - 1) * ld + cols
+
+
+def _entry(transpose_a, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+    a_rows, a_cols = (k, m) if transpose_a else (m, k)
+    gemm(transpose_a, m, n, k, alpha, carray(a, (_extent(a_rows, a_cols, lda),)), lda,
+         carray(b, (_extent(k, n, ldb),)), ldb, beta, carray(c, (_extent(m, n, ldc),)), ldc)
+
+
+def _define(dtype):
+    """Defines ``dtype``'s symbol: its C function compiled (or loaded from the cache)."""
+    name = _SYMBOLS[dtype]
+    with _defining:
+        if name in _defined:
+            return
+        pointer = types.CPointer(dtype)
+        signature = types.void(types.boolean, types.intp, types.intp, types.intp,
+                               types.float64, pointer, types.intp, pointer, types.intp,
+                               types.float64, pointer, types.intp)
+        entry = kernel_cache.cfunc(signature, error_model="numpy", nogil=True)(_entry)
+        llvm_binding.add_symbol(name, entry.address)
+        _defined[name] = entry    # keeps the code alive
+
+
+for _dtype, _name in _SYMBOLS.items():
+    kernel_cache.defines_symbol(_name, lambda dtype=_dtype: _define(dtype))
+
+_EXTERNAL = {dtype: types.ExternalFunction(name, types.void(
+    types.boolean, types.intp, types.intp, types.intp, types.float64, types.voidptr, types.intp,
+    types.voidptr, types.intp, types.float64, types.voidptr, types.intp))
+    for dtype, name in _SYMBOLS.items()}
+
+
+def call(transpose_a, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+    """``gemm`` (same arguments), from compiled code, through its one compiled copy."""
+
+
+@overload(call)
+def _call_impl(transpose_a, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+    if c.dtype not in _SYMBOLS:
+        raise TypeError(f"tile_gemm.call needs float32 or float64 arrays, got {c.dtype}")
+    _define(c.dtype)   # before the calling kernel's code is linked
+    external = _EXTERNAL[c.dtype]
+
+    def impl(transpose_a, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+        external(transpose_a, m, n, k, alpha, a.ctypes, lda, b.ctypes, ldb, beta, c.ctypes,
+                 ldc)
+    return impl

@@ -2,12 +2,20 @@
 NumPy: every remainder of rows and columns, a transposed A, padded row strides, alpha and beta,
 blocks of the inner dimension and of the rows, float32 and float64; and ``product_gemm``'s
 choice between it and BLAS."""
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ops import linalg, tile_gemm
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def _padded(rng, rows, cols, pad, dtype):
@@ -93,3 +101,31 @@ def test_product_gemm_either_way_matches_numpy(m, n, k, transpose_a, transpose_b
         (b.T if transpose_b else b).astype(np.float64)
     tol = (3e-6 if dtype == np.float32 else 1e-14) * max(k, 1)
     np.testing.assert_allclose(c, expected, rtol=tol, atol=tol)
+
+
+_CHILD = textwrap.dedent('''
+    import numpy as np
+    from ops import linalg, tile_gemm
+    rng = np.random.default_rng(0)
+    for dtype in (np.float32, np.float64):
+        a, b = rng.normal(size=(40, 96)).astype(dtype), rng.normal(size=(96, 70)).astype(dtype)
+        got = linalg.matmul(a, b)
+        assert np.allclose(got, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4), dtype
+    print(sorted(tile_gemm._defined), sum(linalg.matmul_blas_kernel.stats.cache_hits.values()))
+''')
+
+
+def test_kernels_loaded_from_the_cache_find_the_one_compiled_copy(tmp_path):
+    """A kernel calls the tiles by a symbol name; a new process that loads the kernel from the
+    cache defines the symbol first (LLVM cannot load code that calls an undefined one)."""
+    env = dict(os.environ, HYBRIDTF_CACHE_DIR=str(tmp_path / "hybridtf"),
+               NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    outputs = []
+    for _ in range(2):   # compiles, then loads
+        done = subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True,
+                              text=True, timeout=600, cwd=REPO_ROOT)
+        assert done.returncode == 0, done.stderr[-3000:]
+        outputs.append(done.stdout.split("]")[-1].strip())
+        assert "hybridtf_tile_gemm_float32" in done.stdout
+        assert "hybridtf_tile_gemm_float64" in done.stdout
+    assert outputs == ["0", "2"]   # the second process loaded both kernels

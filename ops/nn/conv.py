@@ -1,8 +1,8 @@
 """2-D convolution and its two gradients (tf.nn.conv2d and its backprop ops): the entry points
 that check the operands, work out the geometry and pick the algorithm.
 
-Layout is NHWC; filters are [KH, KW, Cin, Cout].  Every form is a set of matrix products through
-BLAS (``ops.linalg.gemm``); the first that applies is used:
+Layout is NHWC; filters are [KH, KW, Cin, Cout].  Every form is a set of matrix products
+(``ops.linalg.product_gemm``: register tiles or BLAS); the first that applies is used:
 
 * ``ops.nn.conv_winograd3`` / ``conv_winograd5``: Winograd F(2x2, 3x3) and F(2x2, 5x5), for 3x3
   and 5x5 filters with stride 1, dilation 1 and enough channels in and out (16 and 8).  The input

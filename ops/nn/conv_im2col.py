@@ -13,7 +13,7 @@ strides > 1, and stride-1 convolutions with few input channels (see ``ops.nn.con
 import numpy as np
 
 from ops.kernel_cache import njit
-from ops.linalg import gemm
+from ops.linalg import product_gemm
 from ops.nn.parts import split_summed
 from ops.nn.rows import add_run, copy_run, zero_run
 
@@ -110,7 +110,7 @@ def conv2d_im2col_kernel(x, w2, kh, kw, sh, sw, dh, dw, pt, pl, out, rows_per_ch
         r1 = min(r0 + rows_per_chunk, row_hi)
         _im2col_rows(x, r0, r1, Ho, Wo, kh, kw, sh, sw, dh, dw, pt, pl, cols)
         m = (r1 - r0) * Wo
-        gemm(False, False, m, Co, K, 1.0, colf, K, wf, Co, 0.0, of[r0 * Wo * Co:], Co)
+        product_gemm(False, False, m, Co, K, 1.0, colf, K, wf, Co, 0.0, of[r0 * Wo * Co:], Co)
 
 
 @_jit
@@ -128,7 +128,7 @@ def conv2d_backprop_input_im2col_kernel(w2, dy, kh, kw, sh, sw, dh, dw, pt, pl, 
         r1 = min(r0 + rows_per_chunk, N * Ho)
         m = (r1 - r0) * Wo
         # dcols = dy_rows @ w2^T
-        gemm(False, True, m, K, Co, 1.0, dyf[r0 * Wo * Co:], Co, wf, Co, 0.0, dcf, K)
+        product_gemm(False, True, m, K, Co, 1.0, dyf[r0 * Wo * Co:], Co, wf, Co, 0.0, dcf, K)
         _col2im_rows(dcols, r0, r1, Ho, Wo, kh, kw, sh, sw, dh, dw, pt, pl, dx)
 
 
@@ -149,7 +149,7 @@ def conv2d_backprop_filter_im2col_kernel(x, dy, kh, kw, sh, sw, dh, dw, pt, pl, 
         _im2col_rows(x, r0, r1, Ho, Wo, kh, kw, sh, sw, dh, dw, pt, pl, cols)
         m = (r1 - r0) * Wo
         # dw2 += cols^T @ dy_rows
-        gemm(True, False, K, Co, m, 1.0, colf, K, dyf[r0 * Wo * Co:], Co, 1.0, dwf, Co)
+        product_gemm(True, False, K, Co, m, 1.0, colf, K, dyf[r0 * Wo * Co:], Co, 1.0, dwf, Co)
 
 
 # ---- transposed im2col (few input channels) ----------------------------------------------------
@@ -209,8 +209,8 @@ def conv2d_im2col_t_kernel(x, w2, kh, kw, sh, sw, dh, dw, pt, pl, out, rows_per_
         r1 = min(r0 + rows_per_chunk, row_hi)
         _im2col_t_rows(x, r0, r1, Ho, Wo, kh, kw, sh, sw, dh, dw, pt, pl, ct, ld)
         # out_rows = ct^T @ w2
-        gemm(True, False, (r1 - r0) * Wo, Co, K, 1.0, ct, ld, wf, Co, 0.0, of[r0 * Wo * Co:],
-             Co)
+        product_gemm(True, False, (r1 - r0) * Wo, Co, K, 1.0, ct, ld, wf, Co, 0.0,
+                     of[r0 * Wo * Co:], Co)
 
 
 @_jit
@@ -228,8 +228,8 @@ def conv2d_backprop_filter_im2col_t_kernel(x, dy, kh, kw, sh, sw, dh, dw, pt, pl
         r1 = min(r0 + rows_per_chunk, row_hi)
         _im2col_t_rows(x, r0, r1, Ho, Wo, kh, kw, sh, sw, dh, dw, pt, pl, ct, ld)
         # dw2 (+)= ct @ dy_rows
-        gemm(False, False, K, Co, (r1 - r0) * Wo, 1.0, ct, ld, dyf[r0 * Wo * Co:], Co,
-             0.0 if r0 == row_lo else 1.0, dwf, Co)
+        product_gemm(False, False, K, Co, (r1 - r0) * Wo, 1.0, ct, ld, dyf[r0 * Wo * Co:], Co,
+                     0.0 if r0 == row_lo else 1.0, dwf, Co)
 
 
 # ---- when the form applies, and its entry points -------------------------------------------------

@@ -15,7 +15,7 @@ skip a patch matrix many times the input's size).
 import numpy as np
 
 from ops.kernel_cache import njit
-from ops.linalg import gemm
+from ops.linalg import product_gemm
 from ops.nn.parts import split_summed
 from ops.nn.rows import copy_run
 
@@ -69,8 +69,8 @@ def conv2d_shift_kernel(xp, w, dh, dw, out, block_lo, block_hi):
             for j in range(kw):
                 off = p0 + i * dh * Wp + j * dw
                 first = i == 0 and j == 0
-                gemm(False, False, m, Co, C, 1.0, xf[off * C:], C, wf[(i * kw + j) * C * Co:],
-                     Co, 0.0 if first else 1.0, ef, Co)
+                product_gemm(False, False, m, Co, C, 1.0, xf[off * C:], C,
+                             wf[(i * kw + j) * C * Co:], Co, 0.0 if first else 1.0, ef, Co)
         # keep the anchors that are real outputs
         for t in range(m):
             p = p0 + t
@@ -112,8 +112,8 @@ def conv2d_backprop_input_shift_kernel(w, dy, dh, dw, dxp):
             for j in range(kw):
                 off = p0 + i * dh * Wp + j * dw
                 # dxp[anchors + off] += dy_anchors @ w[i, j]^T
-                gemm(False, True, m, C, Co, 1.0, df[p0 * Co:], Co, wf[(i * kw + j) * C * Co:],
-                     Co, 1.0, xf[off * C:], C)
+                product_gemm(False, True, m, C, Co, 1.0, df[p0 * Co:], Co,
+                             wf[(i * kw + j) * C * Co:], Co, 1.0, xf[off * C:], C)
 
 
 @_jit
@@ -133,8 +133,8 @@ def conv2d_backprop_filter_shift_kernel(xp, dye, dh, dw, dwt, Ho, Wo, block_lo, 
             for j in range(kw):
                 off = p0 + i * dh * Wp + j * dw
                 # dw[i, j] += x_block^T @ dy_anchors (junk anchors carry zero dy)
-                gemm(True, False, C, Co, m, 1.0, xf[off * C:], C, df[p0 * Co:], Co, 1.0,
-                     wf[(i * kw + j) * C * Co:], Co)
+                product_gemm(True, False, C, Co, m, 1.0, xf[off * C:], C, df[p0 * Co:], Co, 1.0,
+                             wf[(i * kw + j) * C * Co:], Co)
 
 
 # ---- when the form applies, and its entry points -------------------------------------------------

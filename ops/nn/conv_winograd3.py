@@ -12,7 +12,7 @@ level of a direct sum (a few ulps of the result's magnitude).
 import numpy as np
 
 from ops.kernel_cache import njit
-from ops.linalg import gemm
+from ops.linalg import product_gemm
 from ops.nn.parts import split_summed
 from ops.nn.rows import combine2, combine3, combine4, copy_run, zero_run
 
@@ -169,8 +169,8 @@ def conv2d_winograd_kernel(x, u, pt, pl, out, tiles, tile_lo, tile_hi):
         t1 = min(t0 + tc, T)
         _winograd_input_tiles(x, t0, t1, nth, ntw, pt, pl, v, patch)
         for k in range(16):
-            gemm(False, False, t1 - t0, Co, C, 1.0, vf[k * tc * C:], C, uf[k * C * Co:], Co,
-                 0.0, mf[k * tc * Co:], Co)
+            product_gemm(False, False, t1 - t0, Co, C, 1.0, vf[k * tc * C:], C, uf[k * C * Co:], Co,
+                         0.0, mf[k * tc * Co:], Co)
         _winograd_output_tiles(m, t0, t1, nth, ntw, out, rbuf)
 
 
@@ -264,8 +264,8 @@ def conv2d_backprop_filter_winograd_kernel(x, dy, pt, pl, tiles, tile_lo, tile_h
         _winograd_input_tiles(x, t0, t1, nth, ntw, pt, pl, v, patch)
         _winograd_output_grad_tiles(dy, t0, t1, nth, ntw, dm, ybuf, ebuf)
         for k in range(16):
-            gemm(True, False, C, Co, t1 - t0, 1.0, vf[k * tc * C:], C, mf[k * tc * Co:], Co,
-                 1.0, uf[k * C * Co:], Co)
+            product_gemm(True, False, C, Co, t1 - t0, 1.0, vf[k * tc * C:], C, mf[k * tc * Co:], Co,
+                         1.0, uf[k * C * Co:], Co)
     return du
 
 

@@ -13,7 +13,7 @@ inputs (the symmetric 0, +-1, +-2 and 0, +-1, +-1/2 gave 2.1x).
 import numpy as np
 
 from ops.kernel_cache import njit
-from ops.linalg import gemm
+from ops.linalg import product_gemm
 from ops.nn.parts import split_summed
 from ops.nn.rows import copy_run, zero_run
 
@@ -307,8 +307,8 @@ def conv2d_winograd5_kernel(xs, u, out, tiles, bt, at, band_lo, band_hi):
         b1 = min(b0 + bpc, band_hi)
         _w5_input_bands(xs, b0, b1, nth, v, tmp, bt)
         for q in range(36):
-            gemm(False, False, (b1 - b0) * ntw, Co, C, 1.0, vf[q * tc * C:], C,
-                 uf[q * C * Co:], Co, 0.0, mf[q * tc * Co:], Co)
+            product_gemm(False, False, (b1 - b0) * ntw, Co, C, 1.0, vf[q * tc * C:], C,
+                         uf[q * C * Co:], Co, 0.0, mf[q * tc * Co:], Co)
         _w5_output_bands(m, b0, b1, nth, ntw, out, r, at)
 
 
@@ -360,8 +360,8 @@ def conv2d_backprop_filter_winograd5_kernel(xs, dys, tiles, bt, at, band_lo, ban
         _w5_input_bands(xs, b0, b1, nth, v, tmp, bt)
         _w5_output_grad_bands(dys, b0, b1, nth, dm, e, at)
         for q in range(36):
-            gemm(True, False, C, Co, (b1 - b0) * ntw, 1.0, vf[q * tc * C:], C,
-                 mf[q * tc * Co:], Co, 1.0, uf[q * C * Co:], Co)
+            product_gemm(True, False, C, Co, (b1 - b0) * ntw, 1.0, vf[q * tc * C:], C,
+                         mf[q * tc * Co:], Co, 1.0, uf[q * C * Co:], Co)
     return du
 
 
