@@ -46,15 +46,32 @@ def _blas_kind_impl(arr):
     raise TypeError("gemm needs float32 or float64 arrays, got %s" % arr.dtype)
 
 
-# In ``product_gemm``, up to this many multiply-adds a product with an untransposed B, at least
-# one whole tile and 64 terms in each sum runs on register tiles (``ops.tile_gemm``), on the
-# calling thread: BLAS packs both operands at every call, which at these sizes costs as much as
-# the arithmetic, while the tiles run at the FMA units' peak.  Measured, float32 on one core,
-# against OpenBLAS choosing its own kernels: 16x128 by 128x512 at 0.42x its time, 64x784 by
-# 784x256 0.73x, 1600x128 by 128x512 1.0x; against its AVX2 kernels half or less.  Beyond, with
-# a transposed B (which every tile would have to gather) and with short sums (storing the tile
-# costs more than its few terms) BLAS's packing and blocking pay.
-TILED_UNTIL = 1 << 27
+# ``product_gemm`` runs a product on register tiles (``ops.tile_gemm``), on the calling thread,
+# where they beat BLAS, which packs both operands at every call: at these sizes that costs as
+# much as the arithmetic, while the tiles run near the FMA units' peak.  Measured, float32 on one
+# core, against OpenBLAS choosing its own (AVX-512) kernels, and against its AVX2 ones:
+# - B untransposed, at least one whole tile and 32 terms in each sum (shorter sums: storing the
+#   tile costs more than its terms): 16x128 by 128x512 at 0.42x its time, 800x32 by 32x64 0.84x,
+#   50x3136 by 3136x512 0.74x, 512x512 by 512x512 0.98x, 1024x1024 by 1024x1024 1.16x (past
+#   TILED_UNTIL); against AVX2 kernels 0.4-0.68x throughout.
+# - B transposed (A not), tiles of sums along the rows of both: 16x128 by (128x512)^T 0.49x,
+#   64x256 by (256x784)^T 0.9x, 50x3136 by (3136x1024)^T 0.79x; against AVX2 kernels 0.19-0.64x.
+#   Past _DOT_ROWS_UNTIL rows BLAS's blocking pays (256x256 by 256x256: 1.46x), and so it does
+#   for sums shorter than _DOT_TERMS_FROM (64x64 by 64x64: 1.57x).
+TILED_UNTIL = 1 << 28
+_DOT_ROWS_UNTIL = 64
+_DOT_TERMS_FROM = 128
+
+
+@_jit
+def tiled(transpose_a, transpose_b, m, n, k, itemsize):
+    """Whether ``product_gemm`` runs this product on ``ops.tile_gemm``'s tiles (see above)."""
+    if m * n * k > TILED_UNTIL:
+        return False
+    if transpose_b:
+        return not transpose_a and tile_gemm.ROWS <= m <= _DOT_ROWS_UNTIL and \
+            n >= tile_gemm.DOT_COLS and k >= _DOT_TERMS_FROM
+    return n >= tile_gemm.width(itemsize) and m >= tile_gemm.ROWS and k >= 32
 
 
 @_jit
@@ -93,10 +110,9 @@ def gemm(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 
 @_jit
 def product_gemm(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
-    """``gemm``, on ``ops.tile_gemm``'s register tiles where they pay (see TILED_UNTIL)."""
-    if not transpose_b and n >= tile_gemm.width(c) and m >= tile_gemm.ROWS and k >= 64 \
-            and m * n * k <= TILED_UNTIL:
-        tile_gemm.call(transpose_a, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+    """``gemm``, on ``ops.tile_gemm``'s register tiles where they pay (``tiled``)."""
+    if tiled(transpose_a, transpose_b, m, n, k, c.itemsize):
+        tile_gemm.call(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
     else:
         gemm(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 
@@ -229,9 +245,10 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
 # (attention's batched ones: 128 of 64x32 by 32x64) are split by batch over the kernel threads
 # in parts of at least _PART_MULTIPLY_ADDS, with BLAS on one thread inside each part (BLAS's
 # threads on products that small only wait for each other).  One product: up to _SPLIT_FROM
-# with a transposed B, BLAS whole on the free cores (``threads.threaded_blas``: better than a
-# split of ours at these sizes, where each part would pack B again); otherwise split over the
-# kernel threads by rows or columns (register tiles up to TILED_UNTIL need no packing).
+# with a transposed B that BLAS runs (``tiled``), BLAS whole on the free cores
+# (``threads.threaded_blas``: better than a split of ours at these sizes, where each part would
+# pack B again); otherwise split over the kernel threads by rows or columns (register tiles
+# need no packing).
 _THREADED_FROM = 1 << 23
 _SPLIT_FROM = 1 << 25
 _PART_MULTIPLY_ADDS = 1 << 22
@@ -253,7 +270,8 @@ def _matmul_split(a3, b3, ia, ib, transpose_a, transpose_b, out3, K):
         threads.blas_libraries()   # BLAS on one thread from the first product on
         matmul_blas_kernel(a3, b3, ia, ib, transpose_a, transpose_b, out3, 0, B, 0, M, 0, N)
         return
-    if total < _SPLIT_FROM and transpose_b:
+    if total < _SPLIT_FROM and transpose_b and \
+            not tiled(transpose_a, transpose_b, M, N, K, out3.itemsize):
         with threads.threaded_blas():
             matmul_blas_kernel(a3, b3, ia, ib, transpose_a, transpose_b, out3, 0, B, 0, M, 0, N)
         return

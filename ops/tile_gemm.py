@@ -1,4 +1,4 @@
-"""Matrix products in registers: C = alpha * op(A) @ B + beta * C, row-major, for the sizes
+"""Matrix products in registers: C = alpha * op(A) @ op(B) + beta * C, row-major, for the sizes
 where BLAS's packing costs as much as the arithmetic (``ops.linalg.product_gemm`` chooses).
 
 BLAS copies both operands into packed panels on every call.  For the thin products a
@@ -7,7 +7,9 @@ kernel, 50 calls in a row) that costs as much as the arithmetic: OpenBLAS takes 
 by 128x512 float32 on one core here (its own AVX-512 kernels), where the FMA units need about
 8.  These kernels read B in place (a row of a column panel is one or two vector loads) and keep
 a tile of C -- 8 rows by 32 float32 or 16 float64 columns with AVX-512 -- in registers over a
-block of the inner dimension: the same product takes 8.5 us.
+block of the inner dimension: the same product takes 8.5 us.  A product by a transposed B
+(the gradient of a product with respect to its left operand) sums along rows of both operands
+instead (``_dot_tile``), again reading both in place.
 
 The tile is written in LLVM vector IR (``_tile``), not left to Numba: Numba does not vectorize
 across independent scalar accumulators, and 128 of them cost seconds of typing.  Vectors are 16
@@ -123,6 +125,116 @@ def _tile(typingctx, a, a_at, a_row, a_col, b, b_at, ldb, c, c_at, ldc, rows, k,
     return sig, codegen
 
 
+# A tile of C = A @ B^T (B transposed: its rows, like A's, run along the inner dimension) is
+# DOT_ROWS x DOT_COLS sums of vector products along the inner dimension, each added up across
+# its lanes at the end: A's and B's rows are read in place, nothing is packed.
+DOT_ROWS, DOT_COLS = (4, 4) if _WIDE else (2, 2)
+
+
+def _lane_sum(builder, value):
+    """The sum of a vector's lanes, halving it (lanes i and i + half added) down to one."""
+    lanes = value.type.count
+    while lanes > 1:
+        lanes //= 2
+        low, high = (builder.shuffle_vector(value, ir.Constant(value.type, ir.Undefined),
+                                            ir.Constant(ir.VectorType(ir.IntType(32), lanes),
+                                                        list(range(start, start + lanes))))
+                     for start in (0, lanes))
+        value = builder.fadd(low, high)
+    return builder.extract_element(value, ir.Constant(ir.IntType(32), 0))
+
+
+@intrinsic
+def _dot_tile(typingctx, a, a_at, lda, b, b_at, ldb, c, c_at, ldc, rows, cols, k, alpha, beta):
+    """C[0:rows, 0:cols] = alpha * A[0:rows, 0:k] @ B[0:cols, 0:k]^T + beta * C (beta == 0: C
+    is not used), rows <= DOT_ROWS, cols <= DOT_COLS; A's rows are lda apart from a[a_at], B's
+    ldb apart from b[b_at], C's ldc apart from c[c_at].  Rows of A or B past ``rows`` or
+    ``cols`` are computed on a copy of the last one and not stored; the last terms, short of a
+    whole vector, are read with masked loads.  The caller guarantees every index lies inside
+    the arrays."""
+    dtype = getattr(a, "dtype", None)
+    if dtype not in _LANES or getattr(b, "dtype", None) != dtype or \
+            getattr(c, "dtype", None) != dtype:
+        return None
+    intp = types.intp
+    sig = types.void(a, intp, intp, b, intp, intp, c, intp, intp, intp, intp, intp, dtype, dtype)
+
+    def codegen(context, builder, signature, args):
+        a_arr, a_at, lda, b_arr, b_at, ldb, c_arr, c_at, ldc, rows, cols, k, alpha, beta = args
+        element = context.get_value_type(dtype)
+        vector = ir.VectorType(element, _LANES[dtype])
+        width = vector.count
+        a_data = context.make_array(signature.args[0])(context, builder, a_arr).data
+        b_data = context.make_array(signature.args[3])(context, builder, b_arr).data
+        c_data = context.make_array(signature.args[6])(context, builder, c_arr).data
+        intp = context.get_value_type(types.intp)
+        suffix = f"v{width}f{element.intrinsic_name[1:]}"
+        fmuladd = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(vector, [vector] * 3), f"llvm.fmuladd.{suffix}")
+        mask_type = ir.VectorType(ir.IntType(1), width)
+        masked_load = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(vector, [vector.as_pointer(), ir.IntType(32),
+                                                     mask_type, vector]),
+            f"llvm.masked.load.{suffix}.p0{suffix}")
+        zero = ir.Constant(vector, [ir.Constant(element, 0.0)] * width)
+
+        def starts(at, ld, count, limit):
+            last = builder.sub(limit, ir.Constant(intp, 1))
+            found = []
+            for i in range(count):
+                row = ir.Constant(intp, i)
+                row = builder.select(builder.icmp_signed("<", row, limit), row, last)
+                found.append(builder.add(at, builder.mul(row, ld)))
+            return found
+
+        a_rows = starts(a_at, lda, DOT_ROWS, rows)
+        b_rows = starts(b_at, ldb, DOT_COLS, cols)
+        sums = [[cgutils.alloca_once_value(builder, zero) for _ in range(DOT_COLS)]
+                for _ in range(DOT_ROWS)]
+
+        def accumulate(load):
+            a_values = [load(a_data, start) for start in a_rows]
+            b_values = [load(b_data, start) for start in b_rows]
+            for i in range(DOT_ROWS):
+                for j in range(DOT_COLS):
+                    builder.store(builder.call(fmuladd, [a_values[i], b_values[j],
+                                                         builder.load(sums[i][j])]),
+                                  sums[i][j])
+
+        whole = builder.sdiv(k, ir.Constant(intp, width))
+        with cgutils.for_range(builder, whole) as loop:
+            p = builder.mul(loop.index, ir.Constant(intp, width))
+            accumulate(lambda data, start: _load(builder, data, builder.add(start, p), vector))
+        done = builder.mul(whole, ir.Constant(intp, width))
+        left = builder.sub(k, done)
+        with builder.if_then(builder.icmp_signed(">", left, ir.Constant(intp, 0))):
+            lanes = ir.Constant(ir.VectorType(intp, width), list(range(width)))
+            mask = builder.icmp_signed("<", lanes, _splat(builder, left,
+                                                          ir.VectorType(intp, width)))
+            accumulate(lambda data, start: builder.call(masked_load, [
+                builder.bitcast(builder.gep(data, [builder.add(start, done)]),
+                                vector.as_pointer()),
+                ir.Constant(ir.IntType(32), 1), mask, zero]))
+        read_c = builder.fcmp_unordered("!=", beta, ir.Constant(element, 0.0))
+        for i in range(DOT_ROWS):
+            for j in range(DOT_COLS):
+                inside = builder.and_(builder.icmp_signed("<", ir.Constant(intp, i), rows),
+                                      builder.icmp_signed("<", ir.Constant(intp, j), cols))
+                with builder.if_then(inside):
+                    c_ptr = builder.gep(c_data, [builder.add(
+                        c_at, builder.add(builder.mul(ir.Constant(intp, i), ldc),
+                                          ir.Constant(intp, j)))])
+                    value = builder.fmul(alpha, _lane_sum(builder, builder.load(sums[i][j])))
+                    with builder.if_then(read_c):
+                        builder.store(builder.fadd(value, builder.fmul(
+                            beta, builder.load(c_ptr))), c_ptr)
+                    with builder.if_then(builder.not_(read_c)):
+                        builder.store(value, c_ptr)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
 _jit = njit(error_model="numpy", nogil=True)
 
 # Blocks that stay in cache: _DEPTH terms of the inner dimension at a time (a column panel of B,
@@ -130,25 +242,41 @@ _jit = njit(error_model="numpy", nogil=True)
 # a time (_BAND x _DEPTH of A stays in L2).
 _DEPTH = 256
 _BAND = 192
+# For A @ B^T: _DOT_DEPTH terms at a time (DOT_COLS rows of B, 8 KB of float32, stay in L1 while
+# a band of _BAND rows of A, 384 KB, comes from L2).
+_DOT_DEPTH = 512
 
 
 @_jit
-def width(c):
-    """Columns of one tile for C's dtype."""
-    return (16 if c.itemsize == 4 else 8) * _VECTORS
+def _dot_products(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+    """``gemm`` for an untransposed A and a transposed B, k > 0."""
+    for p0 in range(0, k, _DOT_DEPTH):
+        depth = min(_DOT_DEPTH, k - p0)
+        scale = beta if p0 == 0 else 1.0    # the later blocks add to the first's sums
+        for i0 in range(0, m, _BAND):
+            i1 = min(m, i0 + _BAND)
+            for j in range(0, n, DOT_COLS):
+                for i in range(i0, i1, DOT_ROWS):
+                    _dot_tile(a, i * lda + p0, lda, b, j * ldb + p0, ldb, c, i * ldc + j, ldc,
+                              min(DOT_ROWS, i1 - i), min(DOT_COLS, n - j), depth, alpha, scale)
 
 
 @_jit
-def gemm(transpose_a, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
-    """Row-major C[m, n] = alpha * op(A) @ B + beta * C (beta == 0: C's old values are not
-    used), with ``ops.linalg.gemm``'s arguments but transpose_b: a, b, c 1-D C-contiguous
-    arrays of one float dtype whose first element is the matrix's first, A stored as rows of k
-    (m if transpose_a) spaced lda apart, B as rows of n spaced ldb apart, C likewise (ldc).
-    The caller guarantees the extents lie inside the arrays.
+def width(itemsize):
+    """Columns of one tile for C's dtype (of ``itemsize`` bytes)."""
+    return (16 if itemsize == 4 else 8) * _VECTORS
 
-    B is read in place, but for the last panel when it is partial: that is copied into a
-    zero-padded panel first.  (A transposed B would need every panel copied: BLAS does that
-    better.)"""
+
+@_jit
+def gemm(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+    """Row-major C[m, n] = alpha * op(A) @ op(B) + beta * C (beta == 0: C's old values are not
+    used), with ``ops.linalg.gemm``'s arguments, but not both operands transposed: a, b, c 1-D
+    C-contiguous arrays of one float dtype whose first element is the matrix's first, A stored
+    as rows of k (m if transpose_a) spaced lda apart, B as rows of n (k if transpose_b) spaced
+    ldb apart, C likewise (ldc).  The caller guarantees the extents lie inside the arrays.
+
+    An untransposed B is read in place, but for the last panel when it is partial: that is
+    copied into a zero-padded panel first.  A transposed B is read in place by ``_dot_tile``."""
     if m <= 0 or n <= 0:
         return
     if k <= 0:   # no terms: C = beta * C
@@ -156,7 +284,10 @@ def gemm(transpose_a, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
             for j in range(n):
                 c[i * ldc + j] = 0.0 if beta == 0 else beta * c[i * ldc + j]
         return
-    tile = width(c)
+    if transpose_b:
+        _dot_products(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+        return
+    tile = width(c.itemsize)
     a_row, a_col = (1, lda) if transpose_a else (lda, 1)
     panel = np.empty(min(k, _DEPTH) * tile, c.dtype)
     edge = np.empty(ROWS * tile, c.dtype)     # a partial panel's tile of C
@@ -211,10 +342,12 @@ def _extent(rows, cols, ld):
     return 0 if rows <= 0 or cols <= 0 else (rows - 1) * ld + cols
 
 
-def _entry(transpose_a, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+def _entry(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
     a_rows, a_cols = (k, m) if transpose_a else (m, k)
-    gemm(transpose_a, m, n, k, alpha, carray(a, (_extent(a_rows, a_cols, lda),)), lda,
-         carray(b, (_extent(k, n, ldb),)), ldb, beta, carray(c, (_extent(m, n, ldc),)), ldc)
+    b_rows, b_cols = (n, k) if transpose_b else (k, n)
+    gemm(transpose_a, transpose_b, m, n, k, alpha, carray(a, (_extent(a_rows, a_cols, lda),)),
+         lda, carray(b, (_extent(b_rows, b_cols, ldb),)), ldb, beta,
+         carray(c, (_extent(m, n, ldc),)), ldc)
 
 
 def _define(dtype):
@@ -224,8 +357,8 @@ def _define(dtype):
         if name in _defined:
             return
         pointer = types.CPointer(dtype)
-        signature = types.void(types.boolean, types.intp, types.intp, types.intp,
-                               types.float64, pointer, types.intp, pointer, types.intp,
+        signature = types.void(types.boolean, types.boolean, types.intp, types.intp,
+                               types.intp, types.float64, pointer, types.intp, pointer, types.intp,
                                types.float64, pointer, types.intp)
         entry = kernel_cache.cfunc(signature, error_model="numpy", nogil=True)(_entry)
         llvm_binding.add_symbol(name, entry.address)
@@ -236,23 +369,24 @@ for _dtype, _name in _SYMBOLS.items():
     kernel_cache.defines_symbol(_name, lambda dtype=_dtype: _define(dtype))
 
 _EXTERNAL = {dtype: types.ExternalFunction(name, types.void(
-    types.boolean, types.intp, types.intp, types.intp, types.float64, types.voidptr, types.intp,
-    types.voidptr, types.intp, types.float64, types.voidptr, types.intp))
+    types.boolean, types.boolean, types.intp, types.intp, types.intp, types.float64,
+    types.voidptr, types.intp, types.voidptr, types.intp, types.float64, types.voidptr,
+    types.intp))
     for dtype, name in _SYMBOLS.items()}
 
 
-def call(transpose_a, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+def call(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
     """``gemm`` (same arguments), from compiled code, through its one compiled copy."""
 
 
 @overload(call)
-def _call_impl(transpose_a, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+def _call_impl(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
     if c.dtype not in _SYMBOLS:
         raise TypeError(f"tile_gemm.call needs float32 or float64 arrays, got {c.dtype}")
     _define(c.dtype)   # before the calling kernel's code is linked
     external = _EXTERNAL[c.dtype]
 
-    def impl(transpose_a, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
-        external(transpose_a, m, n, k, alpha, a.ctypes, lda, b.ctypes, ldb, beta, c.ctypes,
-                 ldc)
+    def impl(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+        external(transpose_a, transpose_b, m, n, k, alpha, a.ctypes, lda, b.ctypes, ldb, beta,
+                 c.ctypes, ldc)
     return impl

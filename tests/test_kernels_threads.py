@@ -235,6 +235,30 @@ def test_products_use_blas_threads_by_size(monkeypatch, thread_count):
     assert seen == [1]
 
 
+def test_transposed_products_on_tiles_split_over_the_kernel_threads(monkeypatch, thread_count):
+    """A medium product with a transposed B that the register tiles run (few rows, long sums)
+    is split over the kernel threads, not given whole to BLAS's threads."""
+    if not threads.blas_libraries():
+        pytest.skip("no BLAS found")
+    seen = []
+    kernel = linalg.matmul_blas_kernel
+
+    def spy(*args):
+        seen.append(_blas_thread_counts()[0])
+        return kernel(*args)
+
+    monkeypatch.setattr(linalg, "matmul_blas_kernel", spy)
+    monkeypatch.setattr(linalg, "_THREADED_FROM", 8 * 8 * 8)
+    monkeypatch.setattr(linalg, "_SPLIT_FROM", 1 << 20)
+    monkeypatch.setattr(linalg, "_PART_MULTIPLY_ADDS", 16 * 16 * 4)
+    threads.set_num_threads(2)
+    rng = np.random.default_rng(0)
+    a, b = _random(rng, (8, 256)), _random(rng, (16, 256))
+    assert linalg.tiled(False, True, 8, 16, 256, 8)
+    np.testing.assert_allclose(linalg.matmul(a, b, transpose_b=True), a @ b.T, rtol=1e-12)
+    assert seen == [1, 1]
+
+
 @pytest.fixture
 def four_cores(monkeypatch):
     """A machine of four cores, nothing of this process running but the caller."""

@@ -1,7 +1,7 @@
 """ops.tile_gemm.gemm, the register-tiled product behind ``ops.linalg.product_gemm``, against
-NumPy: every remainder of rows and columns, a transposed A, padded row strides, alpha and beta,
-blocks of the inner dimension and of the rows, float32 and float64; and ``product_gemm``'s
-choice between it and BLAS."""
+NumPy: every remainder of rows, columns and terms, a transposed A or B, padded row strides,
+alpha and beta, blocks of the inner dimension and of the rows, float32 and float64; and
+``product_gemm``'s choice between it and BLAS."""
 import os
 import pathlib
 import subprocess
@@ -10,7 +10,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from ops import linalg, tile_gemm
@@ -25,20 +25,20 @@ def _padded(rng, rows, cols, pad, dtype):
     return full[:, :cols], full.reshape(-1), cols + pad
 
 
-def _check(m, n, k, transpose_a, pads, alpha, beta, dtype, seed, product=None):
+def _check(m, n, k, transpose_a, transpose_b, pads, alpha, beta, dtype, seed):
     rng = np.random.default_rng(seed)
     a, a_flat, lda = _padded(rng, *((k, m) if transpose_a else (m, k)), pads[0], dtype)
-    b, b_flat, ldb = _padded(rng, k, n, pads[1], dtype)
+    b, b_flat, ldb = _padded(rng, *((n, k) if transpose_b else (k, n)), pads[1], dtype)
     c, c_flat, ldc = _padded(rng, m, n, pads[2], dtype)
     if beta == 0:
         c[...] = np.nan   # not used
     c_flat_before = c_flat.copy()
-    op_a = a.T if transpose_a else a
-    expected = alpha * (op_a.astype(np.float64) @ b.astype(np.float64))
+    op_a, op_b = (a.T if transpose_a else a), (b.T if transpose_b else b)
+    expected = alpha * (op_a.astype(np.float64) @ op_b.astype(np.float64))
     if beta != 0:
         expected += beta * c.astype(np.float64)
-    (product or tile_gemm.gemm)(transpose_a, m, n, k, alpha, a_flat, lda, b_flat, ldb, beta,
-                                c_flat, ldc)
+    tile_gemm.gemm(transpose_a, transpose_b, m, n, k, alpha, a_flat, lda, b_flat, ldb, beta,
+                   c_flat, ldc)
     tol = (3e-6 if dtype == np.float32 else 1e-14) * max(k, 1)
     np.testing.assert_allclose(c, expected, rtol=tol, atol=tol)
     # the padding between C's rows is untouched
@@ -50,21 +50,24 @@ def _check(m, n, k, transpose_a, pads, alpha, beta, dtype, seed, product=None):
 
 @settings(max_examples=80, deadline=None)
 @given(m=st.integers(1, 19), n=st.integers(1, 70), k=st.integers(0, 40),
-       transpose_a=st.booleans(),
+       transpose_a=st.booleans(), transpose_b=st.booleans(),
        pads=st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 3)),
        alpha=st.sampled_from([1.0, -0.5, 2.0]), beta=st.sampled_from([0.0, 1.0, 0.25]),
        dtype=st.sampled_from([np.float32, np.float64]), seed=st.integers(0, 1000))
-def test_matches_numpy(m, n, k, transpose_a, pads, alpha, beta, dtype, seed):
-    _check(m, n, k, transpose_a, pads, alpha, beta, dtype, seed)
+def test_matches_numpy(m, n, k, transpose_a, transpose_b, pads, alpha, beta, dtype, seed):
+    assume(not (transpose_a and transpose_b))   # product_gemm leaves that case to BLAS
+    _check(m, n, k, transpose_a, transpose_b, pads, alpha, beta, dtype, seed)
 
 
-@pytest.mark.parametrize("transpose_a", [False, True])
+@pytest.mark.parametrize("transpose_a, transpose_b", [(False, False), (True, False),
+                                                      (False, True)])
 @pytest.mark.parametrize("beta", [0.0, 0.5])
-def test_several_blocks_of_rows_and_of_the_inner_dimension(transpose_a, beta):
+def test_several_blocks_of_rows_and_of_the_inner_dimension(transpose_a, transpose_b, beta):
     """More rows than one band and a longer inner dimension than one block: later blocks add
-    to the first's sums, a partial last panel included."""
-    _check(tile_gemm._BAND + 13, 3 * 16 + 5, 2 * tile_gemm._DEPTH + 7, transpose_a, (1, 2, 3),
-           1.5, beta, np.float32, 0)
+    to the first's sums, a partial last panel or tile included."""
+    depth = tile_gemm._DOT_DEPTH if transpose_b else tile_gemm._DEPTH
+    _check(tile_gemm._BAND + 13, 3 * 16 + 5, 2 * depth + 7, transpose_a, transpose_b,
+           (1, 2, 3), 1.5, beta, np.float32, 0)
 
 
 def test_a_block_inside_larger_arrays():
@@ -78,14 +81,14 @@ def test_a_block_inside_larger_arrays():
     lo, step = 2, 3
     expected = gates.copy()
     expected[lo:, step] += h[lo:] @ rk
-    tile_gemm.gemm(False, batch - lo, width, units, 1.0, h.reshape(-1)[lo * units:], units,
+    tile_gemm.gemm(False, False, batch - lo, width, units, 1.0, h.reshape(-1)[lo * units:], units,
                    rk.reshape(-1), width, 1.0, gates.reshape(-1)[(lo * steps + step) * width:],
                    steps * width)
     np.testing.assert_allclose(gates, expected, rtol=1e-5, atol=1e-5)
 
 
 @settings(max_examples=30, deadline=None)
-@given(m=st.integers(1, 40), n=st.integers(1, 80), k=st.integers(0, 30),
+@given(m=st.integers(1, 40), n=st.integers(1, 80), k=st.integers(0, 200),
        transpose_a=st.booleans(), transpose_b=st.booleans(),
        dtype=st.sampled_from([np.float32, np.float64]), seed=st.integers(0, 1000))
 def test_product_gemm_either_way_matches_numpy(m, n, k, transpose_a, transpose_b, dtype, seed):
