@@ -374,7 +374,7 @@ def lstm_backward(h0, c0, rk, mask, hs, cs, gates, d_out, d_h, d_c, backwards, z
     d_xp = np.empty((batch, steps, four), hs.dtype)
     dh = d_h.copy()
     dc = d_c.copy()
-    # the step products read their right operand in place only untransposed (ops.tile_gemm)
+    # the step products run fastest on an untransposed right operand (ops.tile_gemm)
     rk_t = np.ascontiguousarray(rk.T)
     _split_rows(lambda lo, hi: _lstm_backward_rows(
         c0, rk_t, mask, cs, gates, d_out, backwards, zero_output, d_xp, dh, dc, lo, hi),
