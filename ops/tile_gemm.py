@@ -49,6 +49,18 @@ def _load(builder, data, at, vector):
     return builder.load(builder.bitcast(builder.gep(data, [at]), vector.as_pointer()), align=1)
 
 
+def _row_starts(builder, at, stride, count, limit):
+    """The offsets of ``count`` rows ``stride`` apart from ``at``; rows from ``limit`` on
+    repeat the last row below it."""
+    last = builder.sub(limit, ir.Constant(limit.type, 1))
+    starts = []
+    for i in range(count):
+        row = ir.Constant(limit.type, i)
+        row = builder.select(builder.icmp_signed("<", row, limit), row, last)
+        starts.append(builder.add(at, builder.mul(row, stride)))
+    return starts
+
+
 @intrinsic
 def _tile(typingctx, a, a_at, a_row, a_col, b, b_at, ldb, c, c_at, ldc, rows, k, alpha, beta):
     """C[0:rows, 0:L] = alpha * A[0:rows, 0:k] @ B[0:k, 0:L] + beta * C (beta == 0: C is not
@@ -78,13 +90,7 @@ def _tile(typingctx, a, a_at, a_row, a_col, b, b_at, ldb, c, c_at, ldc, rows, k,
             builder.module, ir.FunctionType(vector, [vector] * 3),
             f"llvm.fmuladd.v{vector.count}f{element.intrinsic_name[1:]}")
         zero = ir.Constant(vector, [ir.Constant(element, 0.0)] * vector.count)
-        last = builder.sub(rows, ir.Constant(intp, 1))
-        # the start of each A row; rows past ``rows`` read the last one
-        a_rows = []
-        for i in range(ROWS):
-            row = ir.Constant(intp, i)
-            row = builder.select(builder.icmp_signed("<", row, rows), row, last)
-            a_rows.append(builder.add(a_at, builder.mul(row, a_row)))
+        a_rows = _row_starts(builder, a_at, a_row, ROWS, rows)
         sums = [[cgutils.alloca_once_value(builder, zero) for _ in range(_VECTORS)]
                 for _ in range(ROWS)]
         with cgutils.for_range(builder, k) as loop:
@@ -177,18 +183,8 @@ def _dot_tile(typingctx, a, a_at, lda, b, b_at, ldb, c, c_at, ldc, rows, cols, k
                                                      mask_type, vector]),
             f"llvm.masked.load.{suffix}.p0{suffix}")
         zero = ir.Constant(vector, [ir.Constant(element, 0.0)] * width)
-
-        def starts(at, ld, count, limit):
-            last = builder.sub(limit, ir.Constant(intp, 1))
-            found = []
-            for i in range(count):
-                row = ir.Constant(intp, i)
-                row = builder.select(builder.icmp_signed("<", row, limit), row, last)
-                found.append(builder.add(at, builder.mul(row, ld)))
-            return found
-
-        a_rows = starts(a_at, lda, DOT_ROWS, rows)
-        b_rows = starts(b_at, ldb, DOT_COLS, cols)
+        a_rows = _row_starts(builder, a_at, lda, DOT_ROWS, rows)
+        b_rows = _row_starts(builder, b_at, ldb, DOT_COLS, cols)
         sums = [[cgutils.alloca_once_value(builder, zero) for _ in range(DOT_COLS)]
                 for _ in range(DOT_ROWS)]
 

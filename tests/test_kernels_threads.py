@@ -203,10 +203,8 @@ def test_kernels_blas_runs_on_one_thread_but_for_large_products(thread_count):
     assert _blas_thread_counts() == ones
 
 
-def test_products_use_blas_threads_by_size(monkeypatch, thread_count):
-    """Small products on one BLAS thread, medium ones with a transposed B on BLAS's threads
-    (without, split over the kernel threads: their parts run on register tiles, here too small
-    to split), large ones split over the kernel threads with BLAS on one thread in each part."""
+def _blas_threads_of_each_product(monkeypatch):
+    """A list that gets, for each call of the matmul kernel, BLAS's thread count during it."""
     if not threads.blas_libraries():
         pytest.skip("no BLAS found")
     seen = []
@@ -217,6 +215,14 @@ def test_products_use_blas_threads_by_size(monkeypatch, thread_count):
         return kernel(*args)
 
     monkeypatch.setattr(linalg, "matmul_blas_kernel", spy)
+    return seen
+
+
+def test_products_use_blas_threads_by_size(monkeypatch, thread_count):
+    """Small products on one BLAS thread, medium ones with a transposed B on BLAS's threads
+    (without, split over the kernel threads: their parts run on register tiles, here too small
+    to split), large ones split over the kernel threads with BLAS on one thread in each part."""
+    seen = _blas_threads_of_each_product(monkeypatch)
     monkeypatch.setattr(linalg, "_THREADED_FROM", 8 * 8 * 8)
     monkeypatch.setattr(linalg, "_SPLIT_FROM", 16 * 16 * 16)
     monkeypatch.setattr(linalg, "_PART_MULTIPLY_ADDS", 16 * 16 * 4)
@@ -238,16 +244,7 @@ def test_products_use_blas_threads_by_size(monkeypatch, thread_count):
 def test_transposed_products_on_tiles_split_over_the_kernel_threads(monkeypatch, thread_count):
     """A medium product with a transposed B that the register tiles run (few rows, long sums)
     is split over the kernel threads, not given whole to BLAS's threads."""
-    if not threads.blas_libraries():
-        pytest.skip("no BLAS found")
-    seen = []
-    kernel = linalg.matmul_blas_kernel
-
-    def spy(*args):
-        seen.append(_blas_thread_counts()[0])
-        return kernel(*args)
-
-    monkeypatch.setattr(linalg, "matmul_blas_kernel", spy)
+    seen = _blas_threads_of_each_product(monkeypatch)
     monkeypatch.setattr(linalg, "_THREADED_FROM", 8 * 8 * 8)
     monkeypatch.setattr(linalg, "_SPLIT_FROM", 1 << 20)
     monkeypatch.setattr(linalg, "_PART_MULTIPLY_ADDS", 16 * 16 * 4)
