@@ -50,16 +50,18 @@ def _blas_kind_impl(arr):
 # where they beat BLAS, which packs both operands at every call: at these sizes that costs as
 # much as the arithmetic, while the tiles run near the FMA units' peak.  Measured, float32 on one
 # core, against OpenBLAS choosing its own (AVX-512) kernels, and against its AVX2 ones:
-# - B untransposed, at least one whole tile and 32 terms in each sum (shorter sums: storing the
-#   tile costs more than its terms): 16x128 by 128x512 at 0.42x its time, 800x32 by 32x64 0.84x,
-#   50x3136 by 3136x512 0.74x, 512x512 by 512x512 0.98x, 1024x1024 by 1024x1024 1.16x (past
-#   TILED_UNTIL); against AVX2 kernels 0.4-0.68x throughout.
+# - B untransposed, at least one whole tile and _TERMS_FROM terms in each sum (shorter sums:
+#   storing the tile costs more than its terms): 16x128 by 128x512 at 0.42x its time, 800x32
+#   by 32x64 0.84x, 50x3136 by 3136x512 0.74x, 512x512 by 512x512 0.98x, 1024x1024 by
+#   1024x1024 1.16x (past TILED_UNTIL); against AVX2 kernels 0.4-0.68x throughout.
 # - B transposed (A not), tiles of sums along the rows of both: 16x128 by (128x512)^T 0.49x,
 #   64x256 by (256x784)^T 0.9x, 50x3136 by (3136x1024)^T 0.79x; against AVX2 kernels 0.19-0.64x.
-#   Past _DOT_ROWS_UNTIL rows BLAS's blocking pays (256x256 by 256x256: 1.46x), and so it does
-#   for sums shorter than _DOT_TERMS_FROM (64x64 by 64x64: 1.57x).
+#   Below _DOT_ROWS_FROM rows BLAS's small-matrix kernels pay (8x128 by (128x512)^T: 1.11x),
+#   past _DOT_ROWS_UNTIL its blocking (256x256 by 256x256: 1.46x), and so it does for sums
+#   shorter than _DOT_TERMS_FROM (64x64 by 64x64: 1.57x).
 TILED_UNTIL = 1 << 28
-_DOT_ROWS_UNTIL = 64
+_TERMS_FROM = 32
+_DOT_ROWS_FROM, _DOT_ROWS_UNTIL = 8, 64
 _DOT_TERMS_FROM = 128
 
 
@@ -69,9 +71,9 @@ def tiled(transpose_a, transpose_b, m, n, k, itemsize):
     if m * n * k > TILED_UNTIL:
         return False
     if transpose_b:
-        return not transpose_a and tile_gemm.ROWS <= m <= _DOT_ROWS_UNTIL and \
+        return not transpose_a and _DOT_ROWS_FROM <= m <= _DOT_ROWS_UNTIL and \
             n >= tile_gemm.DOT_COLS and k >= _DOT_TERMS_FROM
-    return n >= tile_gemm.width(itemsize) and m >= tile_gemm.ROWS and k >= 32
+    return n >= tile_gemm.width(itemsize) and m >= tile_gemm.ROWS and k >= _TERMS_FROM
 
 
 @_jit
