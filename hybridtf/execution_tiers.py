@@ -29,7 +29,7 @@ import threading
 import warnings
 import weakref
 
-from ops import compile_notice
+from ops import compile_notice, deferred_compiles
 
 from hybridtf import compiler
 from hybridtf.framework import devices
@@ -54,10 +54,12 @@ def _finish_compiling():
 
 
 def set_synchronous_compilation(enabled):
-    """With True, a traced function compiles on its first call, before running; with False (the
-    default), it runs on the graph interpreter until its kernels, compiled in the background,
-    are ready."""
+    """With True, a traced function compiles on its first call, before running, and so does
+    every kernel an op calls; with False (the default), a traced function runs on the graph
+    interpreter until its kernels, compiled in the background, are ready, and an op whose
+    kernels are not compiled yet runs its reference form meanwhile (``ops.deferred_compiles``)."""
     _SYNCHRONOUS[0] = bool(enabled)
+    deferred_compiles.set_allowed(not enabled)
 
 
 def synchronous_compilation():
@@ -133,7 +135,8 @@ class ExecutionTiers:
         return self._final
 
     def _finish_in_background(self, rendered):
-        with compile_notice.silenced():   # the caller runs on the interpreter meanwhile
+        # the caller runs on the interpreter meanwhile
+        with compile_notice.silenced(), deferred_compiles.handing_back_the_interpreter():
             outcome = self._finish(rendered)
         with self._lock:
             self._outcome = outcome

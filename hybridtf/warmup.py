@@ -25,7 +25,7 @@ from hybridtf.api import array_ops, math_ops, nn_ops, random_ops, sort_ops
 from hybridtf.eager.backprop import GradientTape
 from hybridtf.framework.constant_op import constant
 from hybridtf.framework.variables import Variable
-from ops import compile_notice, elementwise, linalg, threads
+from ops import compile_notice, deferred_compiles, elementwise, linalg, threads
 
 DEFAULT_DTYPES = ("float32", "int32", "int64", "bool")
 
@@ -162,7 +162,8 @@ def warm_up(dtypes=DEFAULT_DTYPES, progress=True):
     tasks run."""
     tasks = elementwise_tasks(dtypes) + list(LIBRARY_TASKS)
     bar = tqdm(tasks, desc="hybridtf: compiling kernels", unit="kernel", disable=not progress)
-    with compile_notice.silenced():   # the bar says what compiles
+    # the bar says what compiles, and each task compiles now, not in the background
+    with compile_notice.silenced(), deferred_compiles.none_deferred():
         for description, task in bar:
             bar.set_postfix_str(description, refresh=False)
             task()

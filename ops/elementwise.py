@@ -571,6 +571,71 @@ def ufunc(name, dtype):
 _UFUNCS = {}   # (op name, dtype) -> its ufunc
 
 
+# ---- references: NumPy functions computing the ops, for ``reference_ufunc`` ----------------
+# (``[()]``: a scalar from 0-d inputs, as a ufunc gives)
+def _relu(x):
+    return np.where(x <= 0, x.dtype.type(0), x)[()]   # -0 becomes 0; NaN propagates
+
+
+def _maximum(x, y):
+    return np.where((x >= y) | (x != x), x, y)[()]   # ties and NaN as ``maximum``
+
+
+def _minimum(x, y):
+    return np.where((x <= y) | (x != x), x, y)[()]
+
+
+def _select(c, x, y):
+    return np.where(c, x, y)[()]
+
+
+def _sigmoid(x):
+    e = np.exp(-np.abs(x))   # the two branches of ``sigmoid``: exp never overflows
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)[()]
+
+
+def _softplus(x):
+    return (np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x))))[()]
+
+
+def _rsqrt(x):
+    return (1 / np.sqrt(x))[()]
+
+
+# Bit for bit on every dtype the op takes (integers wrap as the kernels do): IEEE's exactly
+# rounded operations, comparisons, selections and integer arithmetic.
+_EXACT = {
+    "negative": np.negative, "absolute": np.absolute, "square": np.square, "relu": _relu,
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "maximum": _maximum,
+    "minimum": _minimum, "equal": np.equal, "not_equal": np.not_equal, "less": np.less,
+    "less_equal": np.less_equal, "greater": np.greater, "greater_equal": np.greater_equal,
+    "select": _select, "logical_not": np.logical_not, "logical_and": np.logical_and,
+    "logical_or": np.logical_or, "logical_xor": np.logical_xor,
+}
+# On float32 and float64: exact for sqrt, divide and the roundings, within a few units in the
+# last place for the others (NumPy's exp, log and tanh are not the kernels').
+_FLOAT = {
+    "sqrt": np.sqrt, "divide": np.divide, "floor": np.floor, "ceil": np.ceil,
+    "round_half_to_even": np.rint, "is_nan": np.isnan, "is_inf": np.isinf,
+    "is_finite": np.isfinite, "exp": np.exp, "expm1": np.expm1, "log": np.log,
+    "log1p": np.log1p, "tanh": np.tanh, "sin": np.sin, "cos": np.cos, "sigmoid": _sigmoid,
+    "softplus": _softplus, "rsqrt": _rsqrt, "reciprocal": np.reciprocal, "power": np.power,
+}
+EXACT_REFERENCES = frozenset(_EXACT) | {"sqrt", "divide", "floor", "ceil", "round_half_to_even",
+                                        "is_nan", "is_inf", "is_finite", "reciprocal"}
+
+
+def reference_ufunc(name, dtype):
+    """A NumPy function computing op ``name`` on inputs of ``dtype`` (a NumPy dtype name) as
+    ``ufunc(name, dtype)`` does -- bit for bit for the ops of EXACT_REFERENCES -- or None where
+    there is none (float16, strings, the integer ops NumPy computes otherwise)."""
+    if dtype in SINGLE_AND_DOUBLE:
+        return _EXACT.get(name) or _FLOAT.get(name)
+    if dtype in WIDENED:
+        return None
+    return _EXACT.get(name)
+
+
 def _loop_dtypes(op, dtype):
     """(input dtypes, output dtype) of op's loop for ``dtype``: select's condition is bool."""
     inputs = ["bool", dtype, dtype] if op.name == "select" else [dtype] * op.arity

@@ -14,6 +14,8 @@ cache object of its own; Numba's global settings are left alone, so a user's own
   and the kernel is compiled again (and saved again).
 * Announced: a compile after a cache miss that keeps its caller waiting longer than about a
   second gets one line naming the kernel (``ops.compile_notice``).
+* Deferred where the caller can do without: inside ``deferred_compiles.deferring()`` a kernel
+  that would compile (not load from the cache) raises ``KernelNotReady`` instead.
 """
 import contextlib
 import functools
@@ -25,14 +27,16 @@ import pickle
 import re
 import sys
 import warnings
+import weakref
 
 import numba
 from numba.core import sigutils, types
 from numba.core.caching import (CompileResultCacheImpl, FunctionCache, IndexDataCacheFile,
                                 NullCache, _CacheLocator, _SourceFileBackedLocatorMixin)
 from numba.core.ccallback import CFunc
+from numba.core.compiler_lock import global_compiler_lock
 
-from ops import compile_notice
+from ops import compile_notice, deferred_compiles
 from ops.library_digest import LIBRARY_DIGEST
 from ops.cache_directory import (KernelCacheWarning, cache_dir, directory, make_private_dirs,
                                  warn_once, write_file)
@@ -149,6 +153,10 @@ class _SealedFiles(IndexDataCacheFile):
     def _save_data(self, name, data):
         self._write(self._data_path(name), self._dump(data))
 
+    def has(self, key):
+        """Whether the index names ``key`` (DamagedEntry if unreadable)."""
+        return key in self._load_index()
+
     def load(self, key):
         """(data file path, its contents) of ``key``, or None; DamagedEntry if unreadable."""
         name = self._load_index().get(key)
@@ -173,6 +181,10 @@ class _SealedFiles(IndexDataCacheFile):
         for doomed_path in doomed:
             with contextlib.suppress(OSError):   # gone already, or not ours to delete
                 os.unlink(doomed_path)
+
+
+_REFRESHED = weakref.WeakSet()   # target contexts refreshed by a load
+_COMPILER_LOCK = global_compiler_lock._lock   # (re-entrant: free to the thread holding it)
 
 
 class _HealingCache(FunctionCache):
@@ -205,7 +217,12 @@ class _HealingCache(FunctionCache):
         return compiled
 
     def _load_overload(self, sig, target_context):
-        target_context.refresh()
+        # Numba refreshes the context at every load (0.5-4 ms each, a good part of a warm
+        # first step that loads 30 kernels).  Rebuilding cached code needs it initialised
+        # once; every compile refreshes it again for registrations made since.
+        if target_context not in _REFRESHED:
+            target_context.refresh()
+            _REFRESHED.add(target_context)
         if not self._enabled:
             return None
         key = self._index_key(sig, target_context.codegen())
@@ -222,6 +239,15 @@ class _HealingCache(FunctionCache):
         except DamagedEntry as damage:
             self._evict(damage)
             return None   # the dispatcher compiles, then saves a fresh entry
+
+    def holds(self, sig, target_context):
+        """Whether the cache has code for ``sig`` (a damaged entry counts as none)."""
+        if not self._enabled:
+            return False
+        try:
+            return self._cache_file.has(self._index_key(sig, target_context.codegen()))
+        except DamagedEntry:
+            return False
 
     def save_overload(self, sig, data):
         try:
@@ -284,15 +310,39 @@ def _signature_text(sig):
     return " for " + ", ".join(dtypes) if dtypes else ""
 
 
-def _announced(compile_method):
+def _announced(dispatcher, compile_method, cache):
     """A dispatcher's ``compile`` inside a ``compile_notice.compile_scope``, so that a compile
     after a cache miss is announced should it keep its caller waiting.  (Numba's own
-    ``numba:compile`` event is not raised by the dispatchers behind @vectorize.)"""
+    ``numba:compile`` event is not raised by the dispatchers behind @vectorize.)  Inside
+    ``deferred_compiles.deferring()``, a compile that is not a load from the cache is
+    deferred instead."""
     @functools.wraps(compile_method)
     def compile(*args, **kwargs):
-        with compile_notice.compile_scope():
+        if deferred_compiles.active():
+            _defer_unless_ready(dispatcher, cache, args)
+        with deferred_compiles.not_deferring(), compile_notice.compile_scope():
             return compile_method(*args, **kwargs)
     return compile
+
+
+def _defer_unless_ready(dispatcher, cache, args):
+    """Returns if the dispatcher's ``compile(*args)`` would find the code compiled, or in the
+    cache with Numba's compiler free to load it; otherwise raises ``KernelNotReady`` (the caller
+    queues what compiles it).  A compile in the background holds the compiler for up to
+    seconds: the caller does not wait for it."""
+    if args:   # a dispatcher's compile(signature)
+        sig = args[0]
+        arg_types, _ = sigutils.normalize_signature(sig)
+        if dispatcher.overloads.get(tuple(arg_types)) is not None:
+            return
+        context = dispatcher.targetctx
+    else:      # a C callback's compile() of its one signature
+        sig = dispatcher._sig
+        context = dispatcher._targetdescr.target_context
+    if cache.holds(sig, context) and _COMPILER_LOCK.acquire(blocking=False):
+        _COMPILER_LOCK.release()
+        return
+    raise deferred_compiles.KernelNotReady(_kernel_name(cache._py_func) + _signature_text(sig))
 
 
 # ---- the decorators --------------------------------------------------------------------------
@@ -308,8 +358,9 @@ def _cached(dispatcher, attribute, py_func):
                   f"dispatchers have no {attribute!r} cache); kernels are compiled in every "
                   f"process.")
         return
-    setattr(dispatcher, attribute, _HealingCache(py_func))
-    dispatcher.compile = _announced(dispatcher.compile)
+    cache = _HealingCache(py_func)
+    setattr(dispatcher, attribute, cache)
+    dispatcher.compile = _announced(dispatcher, dispatcher.compile, cache)
 
 
 def _cache_option(options, name):

@@ -28,12 +28,12 @@ from ops.kernel_cache import njit
 
 _jit = njit(error_model="numpy")
 
-_MASK32 = np.uint64(0xFFFFFFFF)
-_M0 = np.uint64(0xD2511F53)
-_M1 = np.uint64(0xCD9E8D57)
-_W0 = np.uint64(0x9E3779B9)
-_W1 = np.uint64(0xBB67AE85)
-_S32 = np.uint64(32)
+MASK32 = np.uint64(0xFFFFFFFF)
+M0 = np.uint64(0xD2511F53)
+M1 = np.uint64(0xCD9E8D57)
+W0 = np.uint64(0x9E3779B9)
+W1 = np.uint64(0xBB67AE85)
+S32 = np.uint64(32)
 _TWO_PI = 2.0 * math.pi
 
 
@@ -44,15 +44,15 @@ def philox4x32(c0, c1, c2, c3, k0, k1):
     Returns the four output words (uint64, each < 2**32).
     """
     for _ in range(10):
-        p0 = _M0 * c0
-        p1 = _M1 * c2
-        hi0 = p0 >> _S32
-        lo0 = p0 & _MASK32
-        hi1 = p1 >> _S32
-        lo1 = p1 & _MASK32
+        p0 = M0 * c0
+        p1 = M1 * c2
+        hi0 = p0 >> S32
+        lo0 = p0 & MASK32
+        hi1 = p1 >> S32
+        lo1 = p1 & MASK32
         c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
-        k0 = (k0 + _W0) & _MASK32
-        k1 = (k1 + _W1) & _MASK32
+        k0 = (k0 + W0) & MASK32
+        k1 = (k1 + W1) & MASK32
     return c0, c1, c2, c3
 
 
@@ -61,7 +61,7 @@ def block_words(b, seed_lo, seed_hi, ctr_lo, ctr_hi):
     """The four words of block ``b`` (an integer >= 0) of stream (seed, counter): Philox of
     counter (b low word, b high word, counter low word, counter high word) under the seed."""
     ub = np.uint64(b)
-    return philox4x32(ub & _MASK32, ub >> _S32, ctr_lo, ctr_hi, seed_lo, seed_hi)
+    return philox4x32(ub & MASK32, ub >> S32, ctr_lo, ctr_hi, seed_lo, seed_hi)
 
 
 @_jit
@@ -169,7 +169,7 @@ def uniform_int_block(b, lo, span, seed_lo, seed_hi, ctr_lo, ctr_hi):
     """Elements 2b, 2b+1 of an integer draw in [lo, lo + span): words (0, 1), then (2, 3), as
     64-bit integers reduced modulo span, plus lo; uint64 (two's complement of the int64)."""
     w0, w1, w2, w3 = block_words(b, seed_lo, seed_hi, ctr_lo, ctr_hi)
-    return lo + ((w0 << _S32) | w1) % span, lo + ((w2 << _S32) | w3) % span
+    return lo + ((w0 << S32) | w1) % span, lo + ((w2 << S32) | w3) % span
 
 
 # ---- CPU kernels ------------------------------------------------------------------------------
@@ -237,7 +237,8 @@ def _size(shape):
     return n
 
 
-def _key(seed, counter):
+def key(seed, counter):
+    """The Philox key and counter words (uint64 values < 2**32) of stream (seed, counter)."""
     s_lo, s_hi = _split(seed, "seed")
     c_lo, c_hi = _split(counter, "counter")
     return s_lo, s_hi, c_lo, c_hi
@@ -256,11 +257,11 @@ def uniform(shape, dtype, seed, counter):
     """Uniform floats in [0, 1) of ``shape`` and float32/float64 ``dtype`` from (seed, counter)."""
     dtype = np.dtype(dtype)
     n = _size(shape)
-    key = _key(seed, counter)
+    words = key(seed, counter)
     if dtype == np.float32:
-        out = uniform_f32_kernel(n, *key)
+        out = uniform_f32_kernel(n, *words)
     else:
-        out = uniform_f64_kernel(n, *key).astype(dtype, copy=False)
+        out = uniform_f64_kernel(n, *words).astype(dtype, copy=False)
     return out.reshape(tuple(shape))
 
 
@@ -268,7 +269,7 @@ def normal(shape, dtype, seed, counter):
     """Standard normal floats (mean 0, stddev 1) of ``shape``/``dtype`` from (seed, counter)."""
     dtype = np.dtype(dtype)
     n = _size(shape)
-    out = normal_kernel(n, dtype.itemsize <= 4, *_key(seed, counter))
+    out = normal_kernel(n, dtype.itemsize <= 4, *key(seed, counter))
     return out.astype(dtype, copy=False).reshape(tuple(shape))
 
 
@@ -276,7 +277,7 @@ def truncated_normal(shape, dtype, seed, counter):
     """Standard normals re-drawn until within 2 stddevs, like tf.random.truncated_normal."""
     dtype = np.dtype(dtype)
     n = _size(shape)
-    out = truncated_normal_kernel(n, *_key(seed, counter))
+    out = truncated_normal_kernel(n, *key(seed, counter))
     return out.astype(dtype, copy=False).reshape(tuple(shape))
 
 
@@ -287,5 +288,5 @@ def uniform_int(shape, dtype, minval, maxval, seed, counter):
     """
     dtype = np.dtype(dtype)
     n = _size(shape)
-    bits = uniform_int_kernel(n, *int_range(minval, maxval), *_key(seed, counter))
+    bits = uniform_int_kernel(n, *int_range(minval, maxval), *key(seed, counter))
     return bits.view(np.int64).astype(dtype).reshape(tuple(shape))

@@ -13,7 +13,7 @@ than indices, so both produce the same order for the same stream.
 import numpy as np
 
 from ops.kernel_cache import njit
-from ops.random import _key, philox4x32
+from ops.random import key, philox4x32
 
 _jit = njit()
 
@@ -78,7 +78,7 @@ class IndexShuffler:
     def __init__(self, buffer_size, seed, counter):
         self._buffer = np.empty(int(buffer_size), np.int64)
         self._state = np.zeros(2, np.int64)
-        self._key = _key(seed, counter)
+        self._key = key(seed, counter)
 
     def push(self, indices, finish=False):
         """The indices emitted after ``indices`` entered (and, with ``finish``, the rest)."""
@@ -90,7 +90,7 @@ class IndexShuffler:
 
 def draw_words(start, count, seed, counter):
     """Words ``start .. start + count - 1`` of the draw stream (uint64 values below 2**32)."""
-    return words_kernel(int(start), int(count), *_key(seed, counter))
+    return words_kernel(int(start), int(count), *key(seed, counter))
 
 
 def slot(word, slots):

@@ -52,6 +52,7 @@ from numba import types
 from numba.np.linalg import ensure_blas
 from threadpoolctl import ThreadpoolController
 
+from ops import deferred_compiles
 from ops.kernel_cache import njit
 
 _state = threading.local()   # .in_pool: True on the pool's own threads
@@ -440,7 +441,8 @@ def split(part, n, min_part):
             return [part(0, n)]   # another thread is splitting its work
         try:
             bounds = [n * p // count for p in range(count + 1)]
-            numbers = [pool.post(k, (part, bounds[k + 1], bounds[k + 2]))
+            posted = deferred_compiles.carried(part)   # the parts defer as this thread does
+            numbers = [pool.post(k, (posted, bounds[k + 1], bounds[k + 2]))
                        for k in range(count - 1)]
             try:
                 results = [(True, part(bounds[0], bounds[1]))]

@@ -409,7 +409,7 @@ def test_truncated_normals_redraw_as_on_the_cpu():
     n = 64
 
     def redraws(seed):
-        key = cpu_random._key(seed, 0)
+        key = cpu_random.key(seed, 0)
         return any(all(abs(z) > 2 for z in cpu_random.normal_2_block(i, *key)) for i in range(n))
     seed = next(s for s in range(1000) if redraws(s))
     attrs = {"shape": (n,), "dtype": np.dtype(np.float64), "seed": seed, "counter": 0,

@@ -34,8 +34,9 @@ def run(workload, profile, allowed, log):
             try:
                 for phase in ("cold", "warm"):
                     log(f"  C1 {entry['label']}: {phase} process {repeat + 1}/{profile.c1_repeats}")
-                    # hybridtf's default: the first calls run on the interpreter while the
-                    # kernels compile in the background
+                    # hybridtf's default: the first calls run on the interpreter (its ops on
+                    # their reference forms where their kernels are not compiled yet) while
+                    # the kernels compile in the background
                     env = dict(cache_environment(root), HYBRIDTF_SYNCHRONOUS_COMPILATION="0")
                     result = run_child(["c1", framework, mode, "--profile", profile.name],
                                        env=env, timeout=profile.c1_timeout_s)

@@ -13,13 +13,15 @@ Each figure is the first call of the example's decorated train step in a fresh p
 Every repeat makes a new temporary directory for NUMBA_CACHE_DIR and HYBRIDTF_CACHE_DIR: the
 cold run starts it empty and the three warm ones follow in it; the warmup run has a directory of
 its own.  hybridtf runs as a user's script does (``HYBRIDTF_SYNCHRONOUS_COMPILATION=0``: a new
-trace runs on the graph interpreter while its kernels compile in the background, and the
-process waits at exit for those compiles, so that the next run finds them).  TensorFlow's
+trace runs on the graph interpreter while its kernels compile in the background, an op whose
+kernel is not compiled yet runs its NumPy reference form meanwhile, and the process waits at
+exit for those compiles, so that the next run finds them).  TensorFlow's
 ``tf.function`` runs the same example in the same situations (it keeps no compilation cache).
 
 A steady eager step, the same step undecorated, is measured in hybridtf's warm run: the first
 step with a new batch size or layer width is compared with it.  hybridtf's batch-50 runs (cold,
-warm, after warmup) start from the same weights and batch, so their first losses must agree.
+warm, after warmup) start from the same weights and batch, so their first losses must agree (to
+rounding: the cold run's comes from the reference forms).
 """
 import shutil
 import subprocess

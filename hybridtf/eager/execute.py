@@ -2,6 +2,8 @@
 inputs, wrap, record."""
 import numpy as np
 
+from ops import deferred_compiles
+
 from hybridtf.eager import placement
 from hybridtf.eager import tape as tape_lib
 from hybridtf.framework import context, devices, fp_errors
@@ -53,7 +55,7 @@ def execute(op, inputs, attrs):
     if op.check_values is not None:
         op.check_values(arrays, attrs)
     if backend is _CPU:
-        result = kernel.run(arrays, attrs)
+        result = kernel.run_now(arrays, attrs)
     else:
         result = placement.run_kernel(op, kernel, backend, arrays, attrs)
     if op.num_outputs == 1:
@@ -156,7 +158,23 @@ def _fast_kernel(op, dtype):
         if op.scalar.arity == 3:  # select: a bool condition, then the two values
             specs[0] = Spec((), np.dtype(np.bool_))
         op.infer(specs, None)  # raises the op's error for an unsupported dtype
-        kernel = op.cpu_ufuncs[dtype] = op.kernel(_CPU).ufunc(dtype)
+        cpu = op.kernel(_CPU)
+        reference = (cpu.reference_ufunc(dtype) if cpu.reference_ufunc is not None
+                     and deferred_compiles.allowed() else None)
+        if reference is None:
+            kernel = op.cpu_ufuncs[dtype] = cpu.ufunc(dtype)
+            return kernel
+        key = (id(cpu), dtype)
+        if deferred_compiles.queued(key):
+            return reference
+        try:
+            with deferred_compiles.deferring():
+                kernel = op.cpu_ufuncs[dtype] = cpu.ufunc(dtype)
+        except deferred_compiles.KernelNotReady:
+            # compiling in the background: NumPy's results meanwhile, and the compiled ufunc
+            # is looked for again on the first call after
+            deferred_compiles.compile_later(key, lambda: cpu.ufunc(dtype))
+            return reference
     return kernel
 
 
@@ -212,7 +230,8 @@ def execute_binary(op, x, y):
     if op.check_values is not None:
         op.check_values((a, b), None)
     try:  # free unless raised; NumPy checks broadcasting before running any loop
-        if (a.size < LOOP_MIN_SIZE and b.size < LOOP_MIN_SIZE) or dtype.char in _UFUNC_ONLY:
+        if ((a.size < LOOP_MIN_SIZE and b.size < LOOP_MIN_SIZE) or dtype.char in _UFUNC_ONLY
+                or op.cpu_ufuncs.get(dtype) is not ufunc):   # (a reference ufunc: no loops yet)
             result = _QUIET.run(ufunc, a, b)
         elif b.ndim == 0 and a.flags.c_contiguous:
             result = _array_with_scalar(op, ufunc, a, b[()], "as")
@@ -254,7 +273,8 @@ def _with_python_float(op, x, a, dtype, value, tensor_first):
     scalar = _FLOAT_OPERANDS.get((value, dtype))
     if scalar is None:
         scalar = _float_operand(value, dtype)
-    if a.size < LOOP_MIN_SIZE or not a.flags.c_contiguous or dtype.char in _UFUNC_ONLY:
+    if (a.size < LOOP_MIN_SIZE or not a.flags.c_contiguous or dtype.char in _UFUNC_ONLY
+            or op.cpu_ufuncs.get(dtype) is not ufunc):
         result = _QUIET.run(ufunc, a, scalar) if tensor_first else _QUIET.run(ufunc, scalar, a)
     else:
         result = _array_with_scalar(op, ufunc, a, scalar[()], "as" if tensor_first else "sa")

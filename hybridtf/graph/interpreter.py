@@ -62,7 +62,7 @@ def run_node(node, values, call_index, backend):
         op.check_values(arrays, attrs)
     kernel = op.kernel(backend)
     if backend is _CPU:
-        result = kernel.run(arrays, attrs)
+        result = kernel.run_now(arrays, attrs)
     else:
         result = placement.run_kernel(op, kernel, backend, arrays, attrs)
     outputs = (result,) if op.num_outputs == 1 else tuple(result)

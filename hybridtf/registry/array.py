@@ -6,6 +6,7 @@ import numpy as np
 
 from ops import array as kernels
 from ops import reduce as reduce_kernels
+from ops import reference
 from ops.cuda import array as cuda_kernels
 from ops.cuda import elementwise as cuda_elementwise
 from ops.cuda import reduce as cuda_reduce
@@ -413,14 +414,17 @@ def _one_hot_infer(specs, attrs):
     return [Spec(tuple(shape), np.dtype(attrs["dtype"]))]
 
 
+def _one_hot_args(arrays, attrs):
+    return (arrays[0], attrs["depth"], attrs["on_value"], attrs["off_value"],
+            checks.axis("one_hot", attrs["axis"], arrays[0].ndim + 1), attrs["dtype"])
+
+
 ONE_HOT = _one("one_hot",
-               lambda arrays, attrs: kernels.one_hot(
-                   arrays[0], attrs["depth"], attrs["on_value"], attrs["off_value"],
-                   checks.axis("one_hot", attrs["axis"], arrays[0].ndim + 1), attrs["dtype"]),
+               Kernel(lambda arrays, attrs: kernels.one_hot(*_one_hot_args(arrays, attrs)),
+                      reference=lambda arrays, attrs: reference.one_hot(
+                          *_one_hot_args(arrays, attrs))),
                _one_hot_infer,
-               cuda=lambda arrays, attrs: cuda_kernels.one_hot(
-                   arrays[0], attrs["depth"], attrs["on_value"], attrs["off_value"],
-                   checks.axis("one_hot", attrs["axis"], arrays[0].ndim + 1), attrs["dtype"]))
+               cuda=lambda arrays, attrs: cuda_kernels.one_hot(*_one_hot_args(arrays, attrs)))
 
 
 # ---- slicing ------------------------------------------------------------------------------------

@@ -86,9 +86,17 @@ def _cpu_kernel(name, literal_pays=None):
     def flat_loop(variant):
         return getattr(kernels.kernels(name), "loop_" + variant)
 
+    def reference_ufunc(dtype):
+        return kernels.reference_ufunc(name, dtype.name)
+
+    def reference(arrays, attrs):
+        function = reference_ufunc(arrays[-1].dtype)
+        return None if function is None else function(*arrays)
+
     return Kernel(run, ufunc=lambda dtype: ufunc_for(name, dtype),
                   flat_loop=flat_loop if kernels.SCALAR_OPS[name].arity == 2 else None,
-                  literal_pays=literal_pays)
+                  literal_pays=literal_pays, reference=reference,
+                  reference_ufunc=reference_ufunc)
 
 
 def _cuda_kernel(name):

@@ -1,5 +1,6 @@
 """Matrix multiplication (2-D and batched, with broadcast batch dimensions)."""
 from ops import linalg as kernels
+from ops import reference
 from ops.cuda import linalg as cuda_kernels
 
 from hybridtf.registry.public_ops import array_ops as A
@@ -86,7 +87,9 @@ MATMUL = register(OpDef(
     {"cpu": Kernel(lambda arrays, attrs: kernels.matmul(arrays[0], arrays[1],
                                                         *_transposes(attrs)),
                    direct=kernels.matmul, direct_args=_transposes,
-                   rows=kernels.matmul_rows_kernel),
+                   rows=kernels.matmul_rows_kernel,
+                   reference=lambda arrays, attrs: reference.matmul(
+                       *arrays, *_transposes(attrs))),
      "cuda": lambda arrays, attrs: cuda_kernels.matmul(arrays[0], arrays[1],
                                                        *_transposes(attrs))},
     _infer, _grad))

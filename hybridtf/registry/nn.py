@@ -1,7 +1,7 @@
 """Neural-network ops: softmax, cross-entropies, conv2d, pooling, bias_add."""
 import numpy as np
 
-from ops import elementwise
+from ops import elementwise, reference
 from ops import nn as kernels
 from ops.cuda import conv as cuda_conv
 from ops.cuda import elementwise as cuda_elementwise
@@ -11,7 +11,7 @@ from ops.cuda import pooling as cuda_pooling
 from hybridtf.registry.public_ops import array_ops as A
 from hybridtf.registry.public_ops import math_ops as M
 from hybridtf.registry.public_ops import nn_ops as N
-from hybridtf.registry import OpDef, Spec, checks, register
+from hybridtf.registry import Kernel, OpDef, Spec, checks, register
 from hybridtf.registry.array import check_indices
 
 FLOATS = ("float32", "float64")
@@ -47,14 +47,18 @@ def _log_softmax_grad(record, grads):
     return (g - M.exp(y) * M.reduce_sum(g, axis=-1, keepdims=True),)
 
 
-SOFTMAX = register(OpDef("softmax", "opaque",
-                         {"cpu": lambda arrays, attrs: kernels.softmax(arrays[0]),
-                          "cuda": lambda arrays, attrs: cuda_logits.softmax(arrays[0])},
-                         _last_axis_infer("softmax"), _softmax_grad))
-LOG_SOFTMAX = register(OpDef("log_softmax", "opaque",
-                             {"cpu": lambda arrays, attrs: kernels.log_softmax(arrays[0]),
-                              "cuda": lambda arrays, attrs: cuda_logits.log_softmax(arrays[0])},
-                             _last_axis_infer("log_softmax"), _log_softmax_grad))
+def _softmax_op(name, log, grad):
+    cpu, cuda = getattr(kernels, name), getattr(cuda_logits, name)
+    return register(OpDef(
+        name, "opaque",
+        {"cpu": Kernel(lambda arrays, attrs: cpu(arrays[0]),
+                       reference=lambda arrays, attrs: reference.softmax(arrays[0], log)),
+         "cuda": lambda arrays, attrs: cuda(arrays[0])},
+        _last_axis_infer(name), grad))
+
+
+SOFTMAX = _softmax_op("softmax", False, _softmax_grad)
+LOG_SOFTMAX = _softmax_op("log_softmax", True, _log_softmax_grad)
 
 
 # ---- cross-entropies ----------------------------------------------------------------------------
@@ -99,7 +103,9 @@ def _sparse_xent_grad(record, grads):
 
 SPARSE_XENT = register(OpDef(
     "sparse_softmax_cross_entropy_with_logits", "opaque",
-    {"cpu": lambda arrays, attrs: kernels.sparse_softmax_cross_entropy(arrays[0], arrays[1]),
+    {"cpu": Kernel(lambda arrays, attrs: kernels.sparse_softmax_cross_entropy(*arrays),
+                   reference=lambda arrays, attrs: reference.sparse_softmax_cross_entropy(
+                       *arrays)),
      "cuda": lambda arrays, attrs: cuda_logits.sparse_softmax_cross_entropy(arrays[0], arrays[1])},
     _sparse_xent_infer, _sparse_xent_grad, check_values=_sparse_xent_check, num_outputs=2))
 
@@ -133,8 +139,9 @@ def _xent_grad(record, grads):
 
 XENT = register(OpDef(
     "softmax_cross_entropy_with_logits", "opaque",
-    {"cpu": lambda arrays, attrs: kernels.softmax_cross_entropy(
+    {"cpu": Kernel(lambda arrays, attrs: kernels.softmax_cross_entropy(
         arrays[0], checks.contiguous(np.broadcast_to(arrays[1], arrays[0].shape))),
+        reference=lambda arrays, attrs: reference.softmax_cross_entropy(*arrays)),
      # (the CUDA kernel reads labels of a broadcasting shape in place)
      "cuda": lambda arrays, attrs: cuda_logits.softmax_cross_entropy(arrays[0], arrays[1])},
     _xent_infer, _xent_grad, num_outputs=2))
@@ -201,7 +208,9 @@ def _conv_kw(attrs):
 
 CONV2D = register(OpDef(
     "conv2d", "opaque",
-    {"cpu": lambda arrays, attrs: kernels.conv2d(arrays[0], arrays[1], *_conv_args(attrs)),
+    {"cpu": Kernel(lambda arrays, attrs: kernels.conv2d(*arrays, *_conv_args(attrs)),
+                   reference=lambda arrays, attrs: reference.conv2d(
+                       *arrays, *_conv_args(attrs))),
      "cuda": lambda arrays, attrs: cuda_conv.conv2d(arrays[0], arrays[1], *_conv_args(attrs))},
     _conv_infer, _conv_grad))
 
@@ -233,8 +242,10 @@ def backprop_input_shape(attrs, dy):
 
 CONV2D_BACKPROP_INPUT = register(OpDef(
     "conv2d_backprop_input", "opaque",
-    {"cpu": lambda arrays, attrs: kernels.conv2d_backprop_input(
+    {"cpu": Kernel(lambda arrays, attrs: kernels.conv2d_backprop_input(
         backprop_input_shape(attrs, arrays[1]), arrays[0], arrays[1], *_conv_args(attrs)),
+        reference=lambda arrays, attrs: reference.conv2d_backprop_input(
+            backprop_input_shape(attrs, arrays[1]), arrays[0], arrays[1], *_conv_args(attrs))),
      "cuda": lambda arrays, attrs: cuda_conv.conv2d_backprop_input(
         backprop_input_shape(attrs, arrays[1]), arrays[0], arrays[1], *_conv_args(attrs))},
     _backprop_input_infer, _backprop_input_grad))
@@ -261,8 +272,10 @@ def _backprop_filter_grad(record, grads):
 
 CONV2D_BACKPROP_FILTER = register(OpDef(
     "conv2d_backprop_filter", "opaque",
-    {"cpu": lambda arrays, attrs: kernels.conv2d_backprop_filter(
+    {"cpu": Kernel(lambda arrays, attrs: kernels.conv2d_backprop_filter(
         arrays[0], tuple(attrs["filter_shape"]), arrays[1], *_conv_args(attrs)),
+        reference=lambda arrays, attrs: reference.conv2d_backprop_filter(
+            arrays[0], tuple(attrs["filter_shape"]), arrays[1], *_conv_args(attrs))),
      "cuda": lambda arrays, attrs: cuda_conv.conv2d_backprop_filter(
         arrays[0], tuple(attrs["filter_shape"]), arrays[1], *_conv_args(attrs))},
     _backprop_filter_infer, _backprop_filter_grad))
@@ -295,7 +308,9 @@ def _pool_kw(attrs):
 
 MAX_POOL = register(OpDef(
     "max_pool2d", "opaque",
-    {"cpu": lambda arrays, attrs: kernels.max_pool2d(arrays[0], *_pool_args(attrs)),
+    {"cpu": Kernel(lambda arrays, attrs: kernels.max_pool2d(arrays[0], *_pool_args(attrs)),
+                   reference=lambda arrays, attrs: reference.max_pool2d(
+                       arrays[0], *_pool_args(attrs))),
      "cuda": lambda arrays, attrs: cuda_pooling.max_pool2d(arrays[0], *_pool_args(attrs))},
     _pool_infer("max_pool2d"),
     lambda record, grads: (N.max_pool2d_grad(record.inputs[0], record.outputs[0], grads[0],
@@ -317,7 +332,9 @@ def _same_as_input(name):
 
 MAX_POOL_GRAD = register(OpDef(
     "max_pool2d_grad", "opaque",
-    {"cpu": lambda arrays, attrs: kernels.max_pool2d_grad(*arrays, *_pool_args(attrs)),
+    {"cpu": Kernel(lambda arrays, attrs: kernels.max_pool2d_grad(*arrays, *_pool_args(attrs)),
+                   reference=lambda arrays, attrs: reference.max_pool2d_grad(
+                       *arrays, *_pool_args(attrs))),
      "cuda": lambda arrays, attrs: cuda_pooling.max_pool2d_grad(*arrays, *_pool_args(attrs))},
     _same_as_input("max_pool2d_grad"),
     # Piecewise constant in the pooled tensors: zeros for them (as TF), linear in the gradient.
@@ -388,7 +405,8 @@ def _bias_infer(specs, attrs):
 # An add under NumPy's broadcasting once its shape rule has passed: fused as ``add``.
 BIAS_ADD = register(OpDef(
     "bias_add", "elementwise",
-    {"cpu": lambda arrays, attrs: elementwise.ufunc("add", arrays[0].dtype.name)(*arrays),
+    {"cpu": Kernel(lambda arrays, attrs: elementwise.ufunc("add", arrays[0].dtype.name)(*arrays),
+                   reference=lambda arrays, attrs: np.add(*arrays)),
      "cuda": lambda arrays, attrs: cuda_elementwise.run("add", arrays)},
     _bias_infer,
     lambda record, grads: (grads[0], M.reduce_sum(grads[0], axis=list(range(grads[0].ndim - 1)))),

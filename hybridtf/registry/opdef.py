@@ -43,6 +43,8 @@ so that code keeps the user's NumPy settings.
 """
 from collections import namedtuple
 
+from ops import deferred_compiles
+
 from hybridtf.framework import devices, fp_errors
 from hybridtf.framework.errors import NotFoundError
 
@@ -77,15 +79,23 @@ class Kernel:
       compute it a block of rows at a time;
     * ``constant(arrays, attrs)`` -- ``run``'s result as a compile-time constant, which may be
       a read-only view: a fill as a zero-strided view of its one value, so that a constant of
-      any size costs one element.
+      any size costs one element;
+    * ``reference(arrays, attrs)`` -- the op in NumPy, or None for inputs it does not cover:
+      ``run_now`` runs it while ``run``'s compiled code is not ready (``ops.deferred_compiles``).
+      It gives ``run``'s results up to rounding (bit for bit where its docstring says so);
+    * ``reference_ufunc(dtype)`` -- the ufunc form's reference: a NumPy function computing the
+      op as ``ufunc(dtype)`` does (bit for bit where ``ops.elementwise`` says so), or None.
     """
 
     __slots__ = ("run", "ufunc", "flat_loop", "literal_pays", "direct", "direct_args", "rows",
-                 "constant")
+                 "constant", "reference", "reference_ufunc")
 
     def __init__(self, run, quiet_fp=True, ufunc=None, flat_loop=None, literal_pays=None,
-                 direct=None, direct_args=None, rows=None, constant=None):
+                 direct=None, direct_args=None, rows=None, constant=None, reference=None,
+                 reference_ufunc=None):
         self.run = fp_errors.quietly(run) if quiet_fp else run
+        self.reference = fp_errors.quietly(reference) if reference is not None else None
+        self.reference_ufunc = reference_ufunc
         self.ufunc = ufunc
         self.flat_loop = flat_loop
         self.literal_pays = literal_pays
@@ -93,6 +103,39 @@ class Kernel:
         self.direct_args = direct_args
         self.rows = rows
         self.constant = constant
+
+    def run_now(self, arrays, attrs):
+        """``run``; but while the compiled code it calls is not ready (its first call with an
+        empty kernel cache), ``reference``, as that code compiles in the background."""
+        if self.reference is None or not deferred_compiles.allowed():
+            return self.run(arrays, attrs)
+        key = None
+        if deferred_compiles.busy():   # (this op's compile may be queued: no need to try)
+            key = self._deferral_key(arrays, attrs)
+            if deferred_compiles.queued(key):
+                return self._run_reference(arrays, attrs, key)
+        previous = deferred_compiles.begin()   # (not a context manager: this is a hot path)
+        try:
+            return self.run(arrays, attrs)
+        except deferred_compiles.KernelNotReady:
+            pass
+        finally:
+            deferred_compiles.end(previous)
+        return self._run_reference(arrays, attrs, key or self._deferral_key(arrays, attrs))
+
+    def _deferral_key(self, arrays, attrs):
+        return (id(self), tuple((a.shape, a.dtype.str, a.flags.c_contiguous, a.flags.writeable)
+                                for a in arrays), repr(attrs))
+
+    def _run_reference(self, arrays, attrs, key):
+        result = self.reference(arrays, attrs)
+        if result is None:   # inputs the reference does not cover
+            return self.run(arrays, attrs)   # compiles now
+        # the kernel run once in the background compiles all it calls (on copies: the caller
+        # may write to its arrays, an index among them, meanwhile)
+        copies = [deferred_compiles.like(a) for a in arrays]
+        deferred_compiles.compile_later(key, lambda: self.run(copies, attrs))
+        return result
 
     def __repr__(self):
         forms = [name for name in self.__slots__[1:] if getattr(self, name) is not None]

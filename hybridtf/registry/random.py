@@ -2,9 +2,10 @@
 import numpy as np
 
 from ops import random as kernels
+from ops import reference
 from ops.cuda import random as cuda_kernels
 
-from hybridtf.registry import OpDef, Spec, checks, register
+from hybridtf.registry import Kernel, OpDef, Spec, checks, register
 
 FLOATS = ("float32", "float64")
 
@@ -47,11 +48,16 @@ def _random_op(name, cpu_kernel, cuda_kernel, allowed=FLOATS):
                           _infer(name, allowed), stateful=True, random_stream=True))
 
 
-RANDOM_UNIFORM = _random_op("random_uniform", _scaled(kernels.uniform),
+# (random ops read no inputs: their kernels may run again in the background)
+RANDOM_UNIFORM = _random_op("random_uniform",
+                            Kernel(_scaled(kernels.uniform),
+                                   reference=_scaled(reference.random_uniform)),
                             _scaled_cuda(cuda_kernels.uniform))
 RANDOM_NORMAL = _random_op("random_normal", _scaled(kernels.normal),
                            _scaled_cuda(cuda_kernels.normal))
 TRUNCATED_NORMAL = _random_op("truncated_normal", _scaled(kernels.truncated_normal),
                               _scaled_cuda(cuda_kernels.truncated_normal))
-RANDOM_UNIFORM_INT = _random_op("random_uniform_int", _uniform_int(kernels.uniform_int),
+RANDOM_UNIFORM_INT = _random_op("random_uniform_int",
+                                Kernel(_uniform_int(kernels.uniform_int),
+                                       reference=_uniform_int(reference.random_uniform_int)),
                                 _uniform_int(cuda_kernels.uniform_int), ("int32", "int64"))

@@ -2,11 +2,12 @@
 import numpy as np
 
 from ops import reduce as kernels
+from ops import reference
 from ops.cuda import reduce as cuda_kernels
 
 from hybridtf.registry.public_ops import array_ops as A
 from hybridtf.registry.public_ops import math_ops as M
-from hybridtf.registry import OpDef, Spec, checks, register
+from hybridtf.registry import Kernel, OpDef, Spec, checks, register
 
 NUMERIC = ("int8", "int16", "int32", "int64", "uint8", "float32", "float64")
 
@@ -31,6 +32,14 @@ def _reduce_eager(name, kernel):
         x, = arrays
         return kernel(x, checks.axes(name, attrs["axis"], x.ndim), attrs["keepdims"])
     return eager
+
+
+def _reduce_reference(name):
+    def run(arrays, attrs):
+        x, = arrays
+        return reference.reduce(name, x, checks.axes(name, attrs["axis"], x.ndim),
+                                attrs["keepdims"])
+    return run
 
 
 def _kept_shape(x, attrs):
@@ -100,7 +109,8 @@ def _define(name, grad, allowed=NUMERIC, fusable=False):
     the others are opaque; each names its reduction (``OpDef.reduction``)."""
     kernel = "reduce_" + name
     return register(OpDef(kernel, "reduction" if fusable else "opaque",
-                          {"cpu": _reduce_eager(name, getattr(kernels, kernel)),
+                          {"cpu": Kernel(_reduce_eager(name, getattr(kernels, kernel)),
+                                         reference=_reduce_reference(name)),
                            "cuda": _reduce_eager(name, getattr(cuda_kernels, kernel))},
                           _reduce_infer(kernel, allowed), grad,
                           reduction=name))

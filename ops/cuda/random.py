@@ -97,7 +97,7 @@ def _draw(kernel, per_thread, shape, dtype, seed, counter, scale, shift, non_neg
         flat = out.reshape(out.size)
         scale, shift = dtype.type(scale), dtype.type(shift)
         threads = (out.size + per_thread - 1) // per_thread
-        kernel[blocks_for(threads), THREADS](flat, scale, *cpu._key(seed, counter))
+        kernel[blocks_for(threads), THREADS](flat, scale, *cpu.key(seed, counter))
         # Adding zero changes nothing unless the product is -0.0, which a non-negative draw
         # times a scale without a sign bit never is.
         if not (shift == 0 and non_negative and not np.signbit(scale)):
@@ -137,5 +137,5 @@ def uniform_int(shape, dtype, minval, maxval, seed, counter):
         bits = out.reshape(out.size).view(np.dtype(f"u{dtype.itemsize}"))
         mask = np.uint64((1 << (8 * dtype.itemsize)) - 1)
         _uniform_int_kernel[blocks_for((out.size + 1) // 2), THREADS](
-            bits, mask, lo, span, *cpu._key(seed, counter))
+            bits, mask, lo, span, *cpu.key(seed, counter))
     return out
