@@ -58,7 +58,7 @@ def test_first_call_runs_the_reference_then_the_kernel(deferral):
     assert calls == [1]                       # now the kernel runs
 
 
-def test_synchronous_compilation_never_runs_the_reference():
+def test_synchronous_compilation_never_runs_the_reference(deferral):
     deferred_compiles.set_allowed(False)
     kernel, calls = _spied(_fresh_kernel())
     np.testing.assert_array_equal(kernel.run_now([np.ones(3)], {}), np.full(3, 2.0))
