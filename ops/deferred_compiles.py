@@ -133,6 +133,11 @@ def handing_back_the_interpreter():
                 sys.setswitchinterval(_background[1])
 
 
+def compiling_in_background():
+    """Whether a background compile (this module's or a traced function's) is running."""
+    return _background[0] > 0
+
+
 class _Compiler:
     """One daemon thread running queued compiles in order, each key once."""
 

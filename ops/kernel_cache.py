@@ -327,9 +327,10 @@ def _announced(dispatcher, compile_method, cache):
 
 def _defer_unless_ready(dispatcher, cache, args):
     """Returns if the dispatcher's ``compile(*args)`` would find the code compiled, or in the
-    cache with Numba's compiler free to load it; otherwise raises ``KernelNotReady`` (the caller
+    cache and Numba's compiler free to load it; otherwise raises ``KernelNotReady`` (the caller
     queues what compiles it).  A compile in the background holds the compiler for up to
-    seconds: the caller does not wait for it."""
+    seconds: the caller does not wait for it (but does for a load on another thread: the
+    parts of a split op load their kernel at once)."""
     if args:   # a dispatcher's compile(signature)
         sig = args[0]
         arg_types, _ = sigutils.normalize_signature(sig)
@@ -339,9 +340,12 @@ def _defer_unless_ready(dispatcher, cache, args):
     else:      # a C callback's compile() of its one signature
         sig = dispatcher._sig
         context = dispatcher._targetdescr.target_context
-    if cache.holds(sig, context) and _COMPILER_LOCK.acquire(blocking=False):
-        _COMPILER_LOCK.release()
-        return
+    if cache.holds(sig, context):
+        if not deferred_compiles.compiling_in_background():
+            return
+        if _COMPILER_LOCK.acquire(blocking=False):
+            _COMPILER_LOCK.release()
+            return
     raise deferred_compiles.KernelNotReady(_kernel_name(cache._py_func) + _signature_text(sig))
 
 

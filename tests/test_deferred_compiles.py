@@ -82,6 +82,44 @@ def test_kernels_in_the_cache_load_instead_of_deferring(deferral):
     assert calls == []                        # loaded from the cache, not deferred
 
 
+def _holding_the_compiler(background):
+    """A thread holding Numba's compiler lock until its event is set, as a background compile
+    (``background``) or as another thread loading a kernel; returns (thread, event)."""
+    from numba.core.compiler_lock import global_compiler_lock
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with global_compiler_lock:
+            if background:
+                with deferred_compiles.handing_back_the_interpreter():
+                    held.set()
+                    release.wait(10)
+            else:
+                held.set()
+                release.wait(0.3)   # a load: the caller waits for it
+    thread = threading.Thread(target=hold)
+    thread.start()
+    held.wait(10)
+    return thread, release
+
+
+@pytest.mark.parametrize("background", [True, False])
+def test_a_cached_kernel_waits_for_a_load_but_not_for_a_background_compile(deferral,
+                                                                           background):
+    fresh = _fresh_kernel()
+    deferred_compiles.set_allowed(False)
+    fresh(np.ones(3))                          # in the cache now
+    deferred_compiles.set_allowed(True)
+    kernel, calls = _spied(_another_copy(fresh))
+    thread, release = _holding_the_compiler(background)
+    try:
+        np.testing.assert_array_equal(kernel.run_now([np.ones(3)], {}), np.full(3, 2.0))
+    finally:
+        release.set()
+        thread.join()
+    assert calls == ([1] if background else [])
+
+
 def _another_copy(dispatcher):
     """The dispatcher's module executed again: a new dispatcher, whose code is in the disk
     cache but not in memory."""
