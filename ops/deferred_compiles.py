@@ -15,7 +15,8 @@ the random draws, so that a model's initial weights never depend on the cache, a
 the exact elementwise ops).  Deferral is off with synchronous compilation
 (``HYBRIDTF_SYNCHRONOUS_COMPILATION=1``, or ``set_allowed(False)``), which benchmarks and tests
 that time or compare kernels use.  A process waits at exit for the compiles still queued, so
-that they reach the cache.
+that they reach the cache.  A compile that fails in the background is not retried there: the
+op's next call runs its kernel itself, which raises the error to the caller.
 """
 import atexit
 import contextlib
@@ -144,6 +145,7 @@ class _Compiler:
     def __init__(self):
         self._jobs = queue.Queue()
         self._keys = set()        # queued or running
+        self._failed = set()      # raised: the caller's next call runs the kernel itself
         self._lock = threading.Lock()
         self.thread = None
 
@@ -164,8 +166,9 @@ class _Compiler:
             try:
                 with compile_notice.silenced(), handing_back_the_interpreter():
                     compile_now()   # nobody waits for it
-            except BaseException:  # noqa: BLE001 - the caller's next call compiles and raises
-                pass
+            except BaseException:  # noqa: BLE001 - raised again by the caller's next call
+                with self._lock:
+                    self._failed.add(key)
             finally:
                 with self._lock:
                     self._keys.discard(key)
@@ -173,6 +176,9 @@ class _Compiler:
 
     def queued(self, key):
         return key in self._keys
+
+    def failed(self, key):
+        return key in self._failed
 
     def wait(self):
         """Until every queued compile has finished."""
@@ -204,6 +210,17 @@ def compile_later(key, compile_now):
 def busy():
     """Whether compiles are queued or running."""
     return bool(_COMPILER._keys)
+
+
+def noteworthy():
+    """Whether ``queued`` or ``failed`` may say yes for some key (a cheap test first)."""
+    return bool(_COMPILER._keys or _COMPILER._failed)
+
+
+def failed(key):
+    """Whether the compile queued as ``key`` raised: the caller then runs the kernel itself,
+    which compiles now and raises the error where the caller sees it."""
+    return _COMPILER.failed(key)
 
 
 def queued(key):

@@ -58,6 +58,18 @@ def test_first_call_runs_the_reference_then_the_kernel(deferral):
     assert calls == [1]                       # now the kernel runs
 
 
+def test_a_kernel_that_fails_to_compile_raises_on_the_next_call(deferral):
+    source = ("from ops.kernel_cache import njit\n\n\n@njit\ndef broken(x):\n"
+              f"    return x.no_such_attribute + {uuid.uuid4().int % 1000003}\n")
+    broken = codegen.load_source("test_deferred_" + uuid.uuid4().hex[:8], source).broken
+    kernel, calls = _spied(broken)
+    np.testing.assert_array_equal(kernel.run_now([np.ones(2)], {}), np.full(2, 2.0))
+    deferred_compiles.wait()                  # the background compile failed ...
+    with pytest.raises(numba.core.errors.TypingError, match="no_such_attribute"):
+        kernel.run_now([np.ones(2)], {})      # ... and the caller sees why
+    assert calls == [1]
+
+
 def test_synchronous_compilation_never_runs_the_reference(deferral):
     deferred_compiles.set_allowed(False)
     kernel, calls = _spied(_fresh_kernel())

@@ -161,10 +161,10 @@ def _fast_kernel(op, dtype):
         cpu = op.kernel(_CPU)
         reference = (cpu.reference_ufunc(dtype) if cpu.reference_ufunc is not None
                      and deferred_compiles.allowed() else None)
-        if reference is None:
+        key = (id(cpu), dtype)
+        if reference is None or deferred_compiles.failed(key):   # (the latter raises here)
             kernel = op.cpu_ufuncs[dtype] = cpu.ufunc(dtype)
             return kernel
-        key = (id(cpu), dtype)
         if deferred_compiles.queued(key):
             return reference
         try:

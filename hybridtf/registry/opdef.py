@@ -110,9 +110,11 @@ class Kernel:
         if self.reference is None or not deferred_compiles.allowed():
             return self.run(arrays, attrs)
         key = None
-        if deferred_compiles.busy():   # (this op's compile may be queued: no need to try)
+        if deferred_compiles.noteworthy():   # (a cheap test before the key)
             key = self._deferral_key(arrays, attrs)
-            if deferred_compiles.queued(key):
+            if deferred_compiles.failed(key):   # the background run raised: so does this one
+                return self.run(arrays, attrs)
+            if deferred_compiles.queued(key):   # compiling: no need to try the kernel
                 return self._run_reference(arrays, attrs, key)
         previous = deferred_compiles.begin()   # (not a context manager: this is a hot path)
         try:
