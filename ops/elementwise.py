@@ -631,9 +631,7 @@ def reference_ufunc(name, dtype):
     there is none (float16, strings, the integer ops NumPy computes otherwise)."""
     if dtype in SINGLE_AND_DOUBLE:
         return _EXACT.get(name) or _FLOAT.get(name)
-    if dtype in WIDENED:
-        return None
-    return _EXACT.get(name)
+    return _EXACT.get(name) if dtype in INTS or dtype in BOOL else None
 
 
 def _loop_dtypes(op, dtype):

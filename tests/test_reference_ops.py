@@ -48,6 +48,7 @@ def test_references_cover_the_common_ops():
     assert elementwise.reference_ufunc("divide", "int32") is None      # not an int op
     assert elementwise.reference_ufunc("exp", "float16") is None       # widened: no reference
     assert elementwise.reference_ufunc("floordiv", "float32") is None  # TF's two steps
+    assert elementwise.reference_ufunc("add", "object") is None        # strings: no kernel
 
 
 @SET
