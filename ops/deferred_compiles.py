@@ -180,6 +180,10 @@ class _Compiler:
     def failed(self, key):
         return key in self._failed
 
+    def forget(self, key):
+        with self._lock:
+            self._failed.discard(key)
+
     def wait(self):
         """Until every queued compile has finished."""
         self._jobs.join()
@@ -221,6 +225,13 @@ def failed(key):
     """Whether the compile queued as ``key`` raised: the caller then runs the kernel itself,
     which compiles now and raises the error where the caller sees it."""
     return _COMPILER.failed(key)
+
+
+def forget(key):
+    """The caller ran the kernel of ``key``'s failed compile itself, without an error: it is
+    ready, and ``noteworthy`` need not count it any more (every op's call would compute its
+    key while it does)."""
+    _COMPILER.forget(key)
 
 
 def queued(key):

@@ -68,6 +68,7 @@ def test_a_kernel_that_fails_to_compile_raises_on_the_next_call(deferral):
     with pytest.raises(numba.core.errors.TypingError, match="no_such_attribute"):
         kernel.run_now([np.ones(2)], {})      # ... and the caller sees why
     assert calls == [1]
+    assert deferred_compiles.noteworthy()    # still failing: every call raises again
 
 
 def test_synchronous_compilation_never_runs_the_reference(deferral):

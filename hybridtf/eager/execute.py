@@ -164,6 +164,7 @@ def _fast_kernel(op, dtype):
         key = (id(cpu), dtype)
         if reference is None or deferred_compiles.failed(key):   # (the latter raises here)
             kernel = op.cpu_ufuncs[dtype] = cpu.ufunc(dtype)
+            deferred_compiles.forget(key)
             return kernel
         if deferred_compiles.queued(key):
             return reference

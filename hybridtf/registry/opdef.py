@@ -113,7 +113,9 @@ class Kernel:
         if deferred_compiles.noteworthy():   # (a cheap test before the key)
             key = self._deferral_key(arrays, attrs)
             if deferred_compiles.failed(key):   # the background run raised: so does this one
-                return self.run(arrays, attrs)
+                result = self.run(arrays, attrs)
+                deferred_compiles.forget(key)   # (it did not: the kernel is ready now)
+                return result
             if deferred_compiles.queued(key):   # compiling: no need to try the kernel
                 return self._run_reference(arrays, attrs, key)
         previous = deferred_compiles.begin()   # (not a context manager: this is a hot path)
