@@ -27,7 +27,6 @@ import pickle
 import re
 import sys
 import warnings
-import weakref
 
 import numba
 from numba.core import sigutils, types
@@ -35,8 +34,9 @@ from numba.core.caching import (CompileResultCacheImpl, FunctionCache, IndexData
                                 NullCache, _CacheLocator, _SourceFileBackedLocatorMixin)
 from numba.core.ccallback import CFunc
 from numba.core.compiler_lock import global_compiler_lock
+from numba.core.runtime import rtsys
 
-from ops import compile_notice, deferred_compiles
+from ops import cached_code, compile_notice, deferred_compiles
 from ops.library_digest import LIBRARY_DIGEST
 from ops.cache_directory import (KernelCacheWarning, cache_dir, directory, make_private_dirs,
                                  warn_once, write_file)
@@ -88,7 +88,8 @@ class _Locator(_SourceFileBackedLocatorMixin, _CacheLocator):
 
 
 class _Impl(CompileResultCacheImpl):
-    """Numba's CompileResult serialisation, with our locator (no search over Numba's)."""
+    """Numba's CompileResult serialisation (with the names the code defines: see
+    ``ops.cached_code``), with our locator (no search over Numba's)."""
 
     def __init__(self, py_func):
         source = inspect.getfile(py_func)
@@ -98,6 +99,14 @@ class _Impl(CompileResultCacheImpl):
         module = os.path.splitext(os.path.basename(source))[0]
         self._filename_base = self.get_filename_base(f"{module}.{qualname}",
                                                      getattr(sys, "abiflags", ""))
+
+    def reduce(self, cres):
+        # the names the code defines, kept so that a load need not parse its bitcode
+        return super().reduce(cres), cached_code.defined_names(cres.library)
+
+    def rebuild(self, target_context, payload):
+        reduced, names = payload
+        return cached_code.rebuild(target_context, reduced, names)
 
 
 class _SealedFiles(IndexDataCacheFile):
@@ -183,7 +192,6 @@ class _SealedFiles(IndexDataCacheFile):
                 os.unlink(doomed_path)
 
 
-_REFRESHED = weakref.WeakSet()   # target contexts refreshed by a load
 _COMPILER_LOCK = global_compiler_lock._lock   # (re-entrant: free to the thread holding it)
 
 
@@ -217,12 +225,11 @@ class _HealingCache(FunctionCache):
         return compiled
 
     def _load_overload(self, sig, target_context):
-        # Numba refreshes the context at every load (0.5-4 ms each, a good part of a warm
-        # first step that loads 30 kernels).  Rebuilding cached code needs it initialised
-        # once; every compile refreshes it again for registrations made since.
-        if target_context not in _REFRESHED:
-            target_context.refresh()
-            _REFRESHED.add(target_context)
+        # Numba's own load refreshes the context: its first refresh imports and registers
+        # Numba's whole library (0.1 s, a third of a warm first step), later ones take 0.5-4 ms
+        # each.  Cached code needs only Numba's runtime, whose functions it calls; a compile
+        # refreshes the context itself.
+        rtsys.initialize(target_context)
         if not self._enabled:
             return None
         key = self._index_key(sig, target_context.codegen())

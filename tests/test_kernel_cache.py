@@ -219,6 +219,43 @@ def test_a_changed_kernel_library_compiles_its_kernels_afresh(warm_cache, tmp_pa
     assert all(hits > 0 for hits in again["hits"].values()), again["hits"]
 
 
+LINKING_CHILD = '''
+import json, sys
+import numba
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from ops import cached_code
+import kernels_under_test as k
+x = np.arange(5.0)
+loaded = k.total(x)
+library = k.total.overloads[k.total.signatures[0]].library
+parsed_at_load = library._shared_module is not None
+
+@numba.njit
+def caller(x):   # compiled now: links the loaded kernel's code into its own
+    return k.total(x) + k.add_one(x)[0]
+
+engine = library.codegen._engine
+names = cached_code.defined_names(library)
+print(json.dumps({"loaded": loaded, "called": caller(x),
+                  "hits": sum(k.total.stats.cache_hits.values()),
+                  "kind": type(library).__name__, "parsed_at_load": parsed_at_load,
+                  "parsed_after_link": library._shared_module is not None,
+                  "names": sorted(names), "unregistered": sorted(names - engine._defined_symbols)}))
+'''
+
+
+def test_a_loaded_kernel_parses_its_bitcode_only_when_a_new_kernel_links_it(warm_cache):
+    """``ops.cached_code``: a load skips the bitcode, and registers the names Numba's own load
+    would have read from it; a kernel compiled later still links the loaded one."""
+    source, cache = warm_cache
+    report = _run_child(source, cache, child=LINKING_CHILD)
+    assert report["hits"] > 0 and report["kind"] == "_LinkedOnDemand"
+    assert not report["parsed_at_load"] and report["parsed_after_link"]
+    assert report["loaded"] == 10.0 and report["called"] == 11.0
+    assert report["names"] and report["unregistered"] == []
+
+
 # ---- where the cache is, and who may write it --------------------------------------------------
 def test_ops_kernels_cache_in_the_cache_directory_not_beside_their_sources(tmp_path):
     """A copy of ``ops`` as an installed package: its kernels cache under HYBRIDTF_CACHE_DIR, with

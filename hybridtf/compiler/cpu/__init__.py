@@ -153,8 +153,9 @@ def _warm_up(kernels, module):
             args += [np.zeros(t._static_shape, t._static_dtype) for t in kernel.outputs
                      if id(t) not in kernel.in_place] + [0, 0]
         function = getattr(module, kernel.name)
-        # A retrace (a new Python value) finds its kernels compiled: running them on dummy
+        # Compiled (or loaded) for the types a call gives, not run: running a kernel on dummy
         # arrays of the full shapes would cost more than the rest of the trace.
-        if tuple(numba.typeof(a) for a in args) not in function.overloads:
+        signature = tuple(numba.typeof(a) for a in args)
+        if signature not in function.overloads:
             with failures_named(kernels.ops_of[kernel.name]):
-                function(*args)
+                function.compile(signature)
