@@ -95,6 +95,37 @@ def test_kernels_in_the_cache_load_instead_of_deferring(deferral):
     assert calls == []                        # loaded from the cache, not deferred
 
 
+@pytest.mark.parametrize("tensor_first", [True, False])
+def test_an_array_with_a_scalar_uses_the_ufunc_while_its_flat_loop_compiles(
+        deferral, monkeypatch, tensor_first):
+    """Eager ``x * 2.0`` on a large array runs a flat loop of its own: never compiled, the
+    ufunc gives the result meanwhile, and the loop is compiled for the next calls (a cold
+    process used to leave it to the next process, which compiled it while the user waited)."""
+    import hybridtf as tf
+    from hybridtf.eager.execute import LOOP_MIN_SIZE
+    from hybridtf.framework import devices
+    from hybridtf.registry import OPS
+
+    variant = "as" if tensor_first else "sa"
+    source = ("from ops.kernel_cache import njit\n\n\n@njit\n"
+              f"def loop_{variant}(a, b, out):   # {uuid.uuid4().hex}\n"
+              f"    for i in range(out.size):\n"
+              f"        out[i] = {'a[i] * b' if tensor_first else 'a * b[i]'}\n")
+    loop = getattr(codegen.load_source("test_deferred_" + uuid.uuid4().hex[:8], source),
+                   "loop_" + variant)
+    monkeypatch.setattr(OPS["multiply"].kernel(devices.CPU), "flat_loop", lambda v: loop)
+    x = tf.constant(np.linspace(-3.0, 3.0, 2 * LOOP_MIN_SIZE, dtype=np.float32))
+
+    def times_two():
+        return x * 2.0 if tensor_first else 2.0 * x
+
+    np.testing.assert_array_equal(times_two().numpy(), 2 * x.numpy())
+    assert not loop.overloads                 # the ufunc ran; the loop compiles meanwhile
+    deferred_compiles.wait()
+    assert len(loop.overloads) == 1
+    np.testing.assert_array_equal(times_two().numpy(), 2 * x.numpy())
+
+
 def _holding_the_compiler(background):
     """A thread holding Numba's compiler lock until its event is set, as a background compile
     (``background``) or as another thread loading a kernel; returns (thread, event)."""

@@ -253,14 +253,39 @@ def execute_binary(op, x, y):
 def _array_with_scalar(op, ufunc, array, scalar, variant):
     """A large contiguous array with a scalar, by the CPU kernel's flat loop (``variant`` "as":
     array op scalar, "sa": scalar op array), which vectorises where a broadcasting ufunc does
-    not."""
+    not.  While the loop is not compiled yet (an empty kernel cache), the ufunc computes the
+    result and the loop compiles in the background."""
     result = np.empty(array.shape, ufunc.types[0][-1])
     kernel = op.kernel(_CPU).flat_loop(variant)
-    if variant == "as":
-        kernel(array.reshape(-1), scalar, result.reshape(-1))
-    else:
-        kernel(scalar, array.reshape(-1), result.reshape(-1))
-    return result
+    flat = array.reshape(-1), result.reshape(-1)
+    args = (flat[0], scalar, flat[1]) if variant == "as" else (scalar, *flat)
+    if not deferred_compiles.allowed():
+        kernel(*args)
+        return result
+    key = (id(kernel), array.dtype)
+    if deferred_compiles.noteworthy():
+        if deferred_compiles.failed(key):   # the background compile raised: so does this
+            kernel(*args)
+            deferred_compiles.forget(key)
+            return result
+        if deferred_compiles.queued(key):
+            return _ufunc_with_scalar(ufunc, array, scalar, variant)
+    previous = deferred_compiles.begin()
+    try:
+        kernel(*args)
+        return result
+    except deferred_compiles.KernelNotReady:
+        pass
+    finally:
+        deferred_compiles.end(previous)
+    copies = [deferred_compiles.like(a) if type(a) is _NDARRAY else a for a in args]
+    deferred_compiles.compile_later(key, lambda: kernel(*copies))
+    return _ufunc_with_scalar(ufunc, array, scalar, variant)
+
+
+def _ufunc_with_scalar(ufunc, array, scalar, variant):
+    return (_QUIET.run(ufunc, array, scalar) if variant == "as"
+            else _QUIET.run(ufunc, scalar, array))
 
 
 def _with_python_float(op, x, a, dtype, value, tensor_first):
