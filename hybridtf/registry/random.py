@@ -23,8 +23,12 @@ def _infer(name, allowed):
 def _scaled(kernel):
     def eager(arrays, attrs):
         dtype = np.dtype(attrs["dtype"])
-        base = kernel(tuple(attrs["shape"]), dtype, attrs["seed"], attrs["counter"])
-        return (base * dtype.type(attrs["scale"]) + dtype.type(attrs["shift"])).astype(dtype)
+        out = kernel(tuple(attrs["shape"]), dtype, attrs["seed"], attrs["counter"])
+        # in place: each new array would cost more than the draw (the first touch of its
+        # memory), and a model's initial weights are the largest arrays it draws
+        np.multiply(out, dtype.type(attrs["scale"]), out=out)
+        np.add(out, dtype.type(attrs["shift"]), out=out)
+        return out.astype(dtype, copy=False)
     return eager
 
 
