@@ -18,8 +18,9 @@ kernel is not compiled yet runs its NumPy reference form meanwhile, and the proc
 exit for those compiles, so that the next run finds them).  TensorFlow's
 ``tf.function`` runs the same example in the same situations (it keeps no compilation cache).
 
-A steady eager step, the same step undecorated, is measured in hybridtf's warm run: the first
-step with a new batch size or layer width is compared with it.  hybridtf's batch-50 runs (cold,
+A steady eager step, the same step undecorated, is measured in hybridtf's warm run, once the
+compiles its first call left to the background are done: the first step with a new batch size
+or layer width is compared with it.  hybridtf's batch-50 runs (cold,
 warm, after warmup) start from the same weights and batch, so their first losses must agree (to
 rounding: the cold run's comes from the reference forms).
 """
