@@ -240,6 +240,31 @@ def queued(key):
     return _COMPILER.queued(key)
 
 
+def run_or_substitute(run, key_of, substitute, *args):
+    """``run(*args)`` with deferral on; where it would compile, ``substitute(*args, key)``,
+    which computes the result another way and queues what compiles it under ``key``
+    (``compile_later``).  ``key_of(*args)`` is computed only when needed.  A queued key goes
+    straight to ``substitute``; a failed one runs ``run`` itself, which raises the error (or,
+    not raising, shows the kernel ready)."""
+    key = None
+    if noteworthy():   # (a cheap test before the key)
+        key = key_of(*args)
+        if failed(key):
+            result = run(*args)
+            forget(key)
+            return result
+        if queued(key):
+            return substitute(*args, key)
+    previous = begin()   # (not a context manager: this is a hot path)
+    try:
+        return run(*args)
+    except KernelNotReady:
+        pass
+    finally:
+        end(previous)
+    return substitute(*args, key_of(*args) if key is None else key)
+
+
 def wait():
     """Until the compiles deferred so far have finished (tests, and the exit)."""
     _COMPILER.wait()

@@ -263,29 +263,19 @@ def _array_with_scalar(op, ufunc, array, scalar, variant):
         kernel(*args)
         return result
     key = (id(kernel), array.dtype)
-    if deferred_compiles.noteworthy():
-        if deferred_compiles.failed(key):   # the background compile raised: so does this
-            kernel(*args)
-            deferred_compiles.forget(key)
-            return result
-        if deferred_compiles.queued(key):
-            return _ufunc_with_scalar(ufunc, array, scalar, variant)
-    previous = deferred_compiles.begin()
-    try:
-        kernel(*args)
+
+    def run(*loop_args):
+        kernel(*loop_args)
         return result
-    except deferred_compiles.KernelNotReady:
-        pass
-    finally:
-        deferred_compiles.end(previous)
-    copies = [deferred_compiles.like(a) if type(a) is _NDARRAY else a for a in args]
-    deferred_compiles.compile_later(key, lambda: kernel(*copies))
-    return _ufunc_with_scalar(ufunc, array, scalar, variant)
 
+    def by_ufunc(*loop_args_and_key):   # the loop compiles, on copies, meanwhile
+        copies = [deferred_compiles.like(a) if type(a) is _NDARRAY else a
+                  for a in loop_args_and_key[:-1]]
+        deferred_compiles.compile_later(key, lambda: kernel(*copies))
+        return (_QUIET.run(ufunc, array, scalar) if variant == "as"
+                else _QUIET.run(ufunc, scalar, array))
 
-def _ufunc_with_scalar(ufunc, array, scalar, variant):
-    return (_QUIET.run(ufunc, array, scalar) if variant == "as"
-            else _QUIET.run(ufunc, scalar, array))
+    return deferred_compiles.run_or_substitute(run, lambda *loop_args: key, by_ufunc, *args)
 
 
 def _with_python_float(op, x, a, dtype, value, tensor_first):

@@ -109,23 +109,8 @@ class Kernel:
         empty kernel cache), ``reference``, as that code compiles in the background."""
         if self.reference is None or not deferred_compiles.allowed():
             return self.run(arrays, attrs)
-        key = None
-        if deferred_compiles.noteworthy():   # (a cheap test before the key)
-            key = self._deferral_key(arrays, attrs)
-            if deferred_compiles.failed(key):   # the background run raised: so does this one
-                result = self.run(arrays, attrs)
-                deferred_compiles.forget(key)   # (it did not: the kernel is ready now)
-                return result
-            if deferred_compiles.queued(key):   # compiling: no need to try the kernel
-                return self._run_reference(arrays, attrs, key)
-        previous = deferred_compiles.begin()   # (not a context manager: this is a hot path)
-        try:
-            return self.run(arrays, attrs)
-        except deferred_compiles.KernelNotReady:
-            pass
-        finally:
-            deferred_compiles.end(previous)
-        return self._run_reference(arrays, attrs, key or self._deferral_key(arrays, attrs))
+        return deferred_compiles.run_or_substitute(self.run, self._deferral_key,
+                                                   self._run_reference, arrays, attrs)
 
     def _deferral_key(self, arrays, attrs):
         return (id(self), tuple((a.shape, a.dtype.str, a.flags.c_contiguous, a.flags.writeable)
