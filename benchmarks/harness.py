@@ -89,29 +89,51 @@ def per_unit(timing, units):
     return out
 
 
-def time_alternating(calls, profile):
-    """Time several callables against each other.
+class TimedCall:
+    """A prepared variant's call, timed in this process (``time_alternating``'s interface; a
+    framework's own process offers the same: ``framework_processes.RemoteVariant``)."""
 
-    ``calls`` maps a name to a zero-argument callable that has already been run once (compiled,
-    traced, checked). Returns ``(timings, failures)``: ``timings[name]`` is ``{"samples": [s per
-    call], "median", "min", "max", "number"}``; ``failures[name]`` is the exception that stopped
-    a variant during warm-up or timing (the others go on without it).
+    def __init__(self, call):
+        self.call = call
+        self._round = None
+
+    def calibrate(self, profile):
+        """Warm-up calls, then how many calls make one sample."""
+        for _ in range(profile.warmup_calls):
+            self.call()
+        return calibrate(self.call, profile.min_sample_s)
+
+    def sample(self, number, round_index):
+        """Seconds that ``number`` calls take, once the process's threads have gone idle (a
+        garbage collection first, once a round)."""
+        if round_index != self._round:
+            self._round = round_index
+            gc.collect()
+        settle()
+        return _run(self.call, number)
+
+
+def time_alternating(variants, profile):
+    """Time several variants against each other.
+
+    ``variants`` maps a name to a ``TimedCall`` (or an object with its two methods) of a
+    variant that has already run once (compiled, traced, checked). Returns ``(timings,
+    failures)``: ``timings[name]`` is ``{"samples": [s per call], "median", "min", "max",
+    "number"}``; ``failures[name]`` is the exception that stopped a variant during warm-up or
+    timing (the others go on without it).
     """
-    names = list(calls)
+    names = list(variants)
     failures = {}
     numbers = {}
     for name in names:
         try:
-            for _ in range(profile.warmup_calls):
-                calls[name]()
-            numbers[name] = calibrate(calls[name], profile.min_sample_s)
+            numbers[name] = variants[name].calibrate(profile)
         except Exception as exc:  # noqa: BLE001 - reported per variant, the run goes on
             failures[name] = exc
     names = [name for name in names if name not in failures]
     samples = {name: [] for name in names}
     spent = {name: 0.0 for name in names}
     for round_index in range(profile.rounds):
-        gc.collect()
         active = [name for name in names if name not in failures]
         if not active:
             break
@@ -119,9 +141,8 @@ def time_alternating(calls, profile):
         for name in active[shift:] + active[:shift]:
             if len(samples[name]) >= profile.min_rounds and spent[name] >= profile.max_variant_s:
                 continue  # a slow variant has had its share of the time
-            settle()
             try:
-                elapsed = _run(calls[name], numbers[name])
+                elapsed = variants[name].sample(numbers[name], round_index)
             except Exception as exc:  # noqa: BLE001
                 failures[name] = exc
                 continue

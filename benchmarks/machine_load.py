@@ -29,18 +29,39 @@ def _own_seconds():
     return times.user + times.system + times.children_user + times.children_system
 
 
+def _process_seconds(pid):
+    """CPU seconds a running process has used (0 where /proc does not say)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")   # utime, stime
+
+
 class LoadMonitor:
-    """``with LoadMonitor() as load: ...`` then ``load.other_cpus``: CPUs' worth of work done by
-    other processes, on average, during the block (None where /proc/stat is unavailable)."""
+    """``with LoadMonitor(helpers) as load: ...`` then ``load.other_cpus``: CPUs' worth of work
+    done by other processes, on average, during the block (None where /proc/stat is
+    unavailable).  ``helpers()``, where given, lists the pids of this run's own processes that
+    are still running (the frameworks' processes): their work is not other processes'."""
+
+    def __init__(self, helpers=None):
+        self._helpers = helpers or (lambda: [])
+
+    def _helpers_seconds(self):
+        return {pid: _process_seconds(pid) for pid in self._helpers()}
 
     def __enter__(self):
         self._start = (time.perf_counter(), _busy_seconds(), _own_seconds())
+        self._helpers_start = self._helpers_seconds()
         self.other_cpus = None
         return self
 
     def __exit__(self, *exc_info):
         wall0, busy0, own0 = self._start
         wall, busy, own = time.perf_counter() - wall0, _busy_seconds(), _own_seconds() - own0
+        own += sum(seconds - self._helpers_start.get(pid, 0.0)
+                   for pid, seconds in self._helpers_seconds().items())
         if busy is not None and busy0 is not None and wall > 0:
             self.other_cpus = max(0.0, (busy - busy0 - own) / wall)
         return False

@@ -17,9 +17,20 @@ def new_variant(framework, mode):
             "agreement": None, "metrics": {}}
 
 
+class VariantFailed(Exception):
+    """A variant's failure in its framework's own process (``framework_processes``), already
+    classified there: ``record`` holds its status, reason and traceback."""
+
+    def __init__(self, record):
+        super().__init__(record.get("reason"))
+        self.record = record
+
+
 def record_failure(entry, exc):
     """Classify an exception raised by a variant: a skipped peer, a missing feature, an error."""
-    if isinstance(exc, Unavailable):
+    if isinstance(exc, VariantFailed):
+        entry.update(exc.record)
+    elif isinstance(exc, Unavailable):
         entry["status"], entry["reason"] = "skipped", str(exc)
     elif isinstance(exc, Missing):
         entry["status"], entry["reason"] = "missing", str(exc)

@@ -201,6 +201,9 @@ def format_results(results):
              _blas_line(meta.get("blas") or {}),
              f"timing-loop overhead per call: {format_time(meta['harness_overhead_s'])} "
              f"(included in every figure); suite wall time {meta['wall_s']:.0f} s",
+             "timed workloads: each framework in a process of its own"
+             if meta.get("framework_processes", True) else
+             "timed workloads: every framework in one process (figures affect one another)",
              *_device_lines(meta), ""]
     if meta.get("load"):
         lines[-1:-1] = [f"loaded: {meta['load']} busy process(es) kept a core each busy "

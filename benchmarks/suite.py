@@ -7,7 +7,8 @@ import time
 
 from benchmarks import devices, frameworks, profiles
 from benchmarks.agreement import compare
-from benchmarks.harness import harness_overhead, per_unit, time_alternating
+from benchmarks.framework_processes import FrameworkProcesses
+from benchmarks.harness import TimedCall, harness_overhead, per_unit, time_alternating
 from benchmarks.machine_load import BusyProcesses, LoadMonitor
 from benchmarks.records import NOT_SELECTED, UNTIMED, new_variant, record_failure, selected
 from benchmarks.workloads import GPU_WORKLOADS, WORKLOADS
@@ -17,10 +18,24 @@ def _log_to_stderr(message):
     print(message, file=sys.stderr, flush=True)
 
 
-def run_timed(workload, profile, allowed, log):
-    """Build every variant, check agreement against the reference, then time in rounds."""
+def _build(workload, index, profile, processes):
+    """(the built variant: ``result()`` and ``units``; what times it), in this process or, with
+    ``processes``, in its framework's own."""
+    impl = workload.impls[index]
+    if processes is None:
+        built = impl.build(frameworks.load(impl.framework), profile)
+        return built, TimedCall(built.call)
+    built = processes.build(workload.id, index, impl.framework, profile)
+    return built, built
+
+
+def run_timed(workload, profile, allowed, log, processes=None):
+    """Build every variant, check agreement against the reference, then time in rounds.
+
+    ``processes``: a ``framework_processes.FrameworkProcesses`` that runs each framework's
+    variants in a process of their own (what ``run_suite`` does); None: all in this one."""
     variants, prepared, reference = [], {}, None
-    for impl in workload.impls:
+    for index, impl in enumerate(workload.impls):
         entry = new_variant(impl.framework, impl.mode)
         variants.append(entry)
         if not selected(impl.framework, allowed):
@@ -28,8 +43,7 @@ def run_timed(workload, profile, allowed, log):
             continue
         log(f"  {workload.id} {entry['label']}: build and check")
         try:
-            module = frameworks.load(impl.framework)
-            built = impl.build(module, profile)
+            built, timer = _build(workload, index, profile, processes)
             result = built.result()
         except Exception as exc:  # noqa: BLE001 - every failure is reported, the run goes on
             record_failure(entry, exc)
@@ -50,18 +64,20 @@ def run_timed(workload, profile, allowed, log):
         if not impl.timed:
             entry["status"], entry["reason"] = "untimed", UNTIMED
             continue
-        prepared[entry["key"]] = built
+        prepared[entry["key"]] = built, timer
     if prepared:
         log(f"  {workload.id}: timing {len(prepared)} variants in {profile.rounds} rounds")
-        timings, failures = time_alternating({k: p.call for k, p in prepared.items()}, profile)
+        timings, failures = time_alternating({k: t for k, (_, t) in prepared.items()}, profile)
         for entry in variants:
             if entry["key"] in timings:
                 entry["status"] = "ok"
                 entry["metrics"]["time_s"] = per_unit(timings[entry["key"]],
-                                                      prepared[entry["key"]].units)
+                                                      prepared[entry["key"]][0].units)
             elif entry["key"] in failures:
                 record_failure(entry, failures[entry["key"]])
     del prepared
+    if processes is not None:
+        processes.release()
     gc.collect()
     return variants
 
@@ -106,25 +122,27 @@ def metadata(profile, allowed):
 
 
 def run_suite(only=None, profile="full", frameworks_allowed=None, log=_log_to_stderr, load=0,
-              device=devices.CPU):
+              device=devices.CPU, isolated=True):
     """Run workloads (ids in ``only``, default all) and return the results as a dict.
 
     ``frameworks_allowed`` restricts the frameworks (names from ``frameworks.FRAMEWORKS``);
     ``log`` receives progress lines (``None`` for silence); ``load``: processes that keep a core
     busy each while the workloads run (``machine_load.BusyProcesses``); ``device``: "cpu", or
     "gpu" for the GPU variants of W1-W6 (``workloads.GPU_WORKLOADS``; a framework without a GPU
-    has its variants skipped).
+    has its variants skipped); ``isolated``: each framework's variants of the timed workloads
+    run in a process of their own (``framework_processes``), else all in this one.
     """
     if device not in devices.DEVICES:
         raise ValueError(f"unknown device {device!r}; expected one of {list(devices.DEVICES)}")
     previous = frameworks.use_device(device)
     try:
-        return _run_suite(only, profiles.get(profile), frameworks_allowed, log, load, device)
+        return _run_suite(only, profiles.get(profile), frameworks_allowed, log, load, device,
+                          isolated)
     finally:
         frameworks.use_device(previous)
 
 
-def _run_suite(only, profile, frameworks_allowed, log, load, device):
+def _run_suite(only, profile, frameworks_allowed, log, load, device, isolated):
     started = time.perf_counter()
     if log is None:
         def log(message):
@@ -147,10 +165,12 @@ def _run_suite(only, profile, frameworks_allowed, log, load, device):
                              f"expected some of {list(frameworks.FRAMEWORKS)}")
     results = {"workloads": {}}
     gpu = devices.gpu_details() if device == devices.GPU else None
-    with BusyProcesses(load):
-        _run_workloads([workloads[i] for i in ids], profile, allowed, log, results, gpu)
+    with BusyProcesses(load), FrameworkProcesses(device) as processes:
+        _run_workloads([workloads[i] for i in ids], profile, allowed, log, results, gpu,
+                       processes if isolated else None)
     results["meta"] = metadata(profile, allowed)
     results["meta"]["load"] = load
+    results["meta"]["framework_processes"] = isolated
     results["meta"]["device"] = device
     if gpu is not None:
         results["meta"]["gpu"] = gpu
@@ -158,13 +178,13 @@ def _run_suite(only, profile, frameworks_allowed, log, load, device):
     return results
 
 
-def _run_workloads(selected_workloads, profile, allowed, log, results, gpu):
+def _run_workloads(selected_workloads, profile, allowed, log, results, gpu, processes):
     for workload in selected_workloads:
         log(f"{workload.id}: {workload.title}")
         began = time.perf_counter()
-        with LoadMonitor() as load:
+        with LoadMonitor(processes and processes.pids) as load:
             if workload.kind == "time":
-                variants = run_timed(workload, profile, allowed, log)
+                variants = run_timed(workload, profile, allowed, log, processes)
             else:
                 variants = workload.run(workload, profile, allowed, log)
         if "bytes_moved" in workload.extra:

@@ -10,8 +10,10 @@ import copy
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -24,7 +26,9 @@ from benchmarks import devices, frameworks, profiles, report  # noqa: E402
 from benchmarks.__main__ import main  # noqa: E402
 from benchmarks.agreement import Tolerance, compare, flatten, relative_error  # noqa: E402
 from benchmarks.frameworks import Missing, NotImportable, Unavailable, require  # noqa: E402
-from benchmarks.harness import Prepared  # noqa: E402
+from benchmarks.framework_processes import FrameworkProcesses  # noqa: E402
+from benchmarks.harness import Prepared, time_alternating  # noqa: E402
+from benchmarks.records import VariantFailed, record_failure  # noqa: E402
 from benchmarks.suite import add_bandwidth, run_suite, run_timed  # noqa: E402
 from benchmarks.subprocesses import run_child  # noqa: E402
 from benchmarks.targets import evaluate  # noqa: E402
@@ -160,6 +164,31 @@ def test_missing_features_and_errors_are_reported_not_raised():
     error_variants = run_timed(_toy_workload(broken), SMOKE, None, lambda message: None)
     assert error_variants[1]["status"] == "error"
     assert "kernel exploded" in error_variants[1]["reason"]
+
+
+def test_each_framework_runs_in_a_process_of_its_own():
+    """What ``run_suite`` does: the variants of one framework share a process, no other
+    framework's; a process that dies fails its variants, not the run."""
+    workload = WORKLOADS["W2"]
+    index = {(i.framework, i.mode): n for n, i in enumerate(workload.impls)}
+    with FrameworkProcesses(devices.CPU) as processes:
+        reference = processes.build("W2", index["numpy", "eager"], "numpy", SMOKE)
+        eager = processes.build("W2", index["hybridtf", "eager"], "hybridtf", SMOKE)
+        function = processes.build("W2", index["hybridtf", "function"], "hybridtf", SMOKE)
+        pids = processes.pids()
+        assert len(set(pids)) == 2 and os.getpid() not in pids
+        for variant in (eager, function):
+            assert compare(variant.result(), reference.result(), workload.tolerance)["ok"]
+        timings, failures = time_alternating({"numpy": reference, "function": function}, SMOKE)
+        assert not failures
+        assert all(len(t["samples"]) == SMOKE.rounds and t["median"] > 0
+                   for t in timings.values())
+        os.kill(pids[1], signal.SIGKILL)
+        with pytest.raises(VariantFailed, match="hybridtf process ended"):
+            eager.sample(1, 0)
+        entry = {}
+        record_failure(entry, VariantFailed({"status": "missing", "reason": "no such API"}))
+        assert entry == {"status": "missing", "reason": "no such API"}
 
 
 def _statuses(workload):
@@ -320,6 +349,22 @@ def test_load_mode_keeps_busy_processes_running_only_during_the_block():
         BusyProcesses(-1)
 
 
+def test_the_load_monitor_counts_the_runs_own_processes_as_its_own():
+    """A framework's process busy with a variant is this run's work, not another program's."""
+    from benchmarks.machine_load import BusyProcesses, LoadMonitor
+    with BusyProcesses(1) as busy:
+        helper = busy._processes[0].pid
+        time.sleep(0.3)   # the helper is running
+        with LoadMonitor(lambda: [helper]) as own:
+            time.sleep(1.0)
+        with LoadMonitor() as other:
+            time.sleep(1.0)
+    if other.other_cpus is None:
+        pytest.skip("no /proc/stat here")
+    assert other.other_cpus > 0.5       # its core's worth, seen as another program's
+    assert own.other_cpus < other.other_cpus - 0.5
+
+
 def test_figures_of_calls_of_several_units_are_per_unit():
     from benchmarks.harness import per_unit, summarize
     timing = dict(summarize([2.0, 4.0, 6.0]), number=3)
@@ -366,8 +411,9 @@ def test_gpu_variants_run_on_the_simulated_gpu_and_report_their_rows(gpu, monkey
     """W1 (shrunk: the simulator runs every GPU thread in Python) and W2 for hybridtf eager and
     decorated on the simulated GPU, checked against NumPy on the CPU."""
     monkeypatch.setattr(w1_seed_function, "SHAPE", (8, 8))
+    # in this process: the frameworks' own processes would not see the shrunk shape
     results = run_suite(only=["W1", "W2"], profile="smoke", log=QUIET, device="gpu",
-                        frameworks_allowed=["numpy", "hybridtf"])
+                        frameworks_allowed=["numpy", "hybridtf"], isolated=False)
     assert results["meta"]["device"] == "gpu"
     assert results["meta"]["gpu"]["peak_bandwidth_bytes_s"] is None   # the simulator's
     for workload in results["workloads"].values():

@@ -25,8 +25,8 @@ class Impl:
 class Workload:
     """A workload of the suite.
 
-    ``kind`` is ``"time"`` (seconds per call, timed in-process in alternating rounds) or
-    ``"process"`` (measured in fresh subprocesses by ``run``: C1 and M1).
+    ``kind`` is ``"time"`` (seconds per call, timed in alternating rounds, each framework in
+    its own process) or ``"process"`` (measured in fresh subprocesses by ``run``: C1 and M1).
     ``tolerance`` is what ``agreement.compare`` accepts between a variant and the reference (the
     first variant in ``impls`` that builds, normally NumPy).
     ``extra["bytes_moved"]``, where given, returns the bytes one call must read and write: the
