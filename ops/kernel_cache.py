@@ -17,6 +17,7 @@ cache object of its own; Numba's global settings are left alone, so a user's own
 * Deferred where the caller can do without: inside ``deferred_compiles.deferring()`` a kernel
   that would compile (not load from the cache) raises ``KernelNotReady`` instead.
 """
+import atexit
 import contextlib
 import functools
 import hashlib
@@ -26,6 +27,7 @@ import os
 import pickle
 import re
 import sys
+import threading
 import warnings
 
 import numba
@@ -34,6 +36,7 @@ from numba.core.caching import (CompileResultCacheImpl, FunctionCache, IndexData
                                 NullCache, _CacheLocator, _SourceFileBackedLocatorMixin)
 from numba.core.ccallback import CFunc
 from numba.core.compiler_lock import global_compiler_lock
+from numba.core.registry import cpu_target
 from numba.core.runtime import rtsys
 
 from ops import cached_code, compile_notice, deferred_compiles
@@ -354,6 +357,27 @@ def _defer_unless_ready(dispatcher, cache, args):
             _COMPILER_LOCK.release()
             return
     raise deferred_compiles.KernelNotReady(_kernel_name(cache._py_func) + _signature_text(sig))
+
+
+# ---- Numba's runtime, set up while the import goes on ----------------------------------------
+def _set_up_runtime():
+    """Sets up Numba's runtime (NRT), which every kernel loaded from the cache needs: about
+    20 ms at the first load otherwise, most of it LLVM compiling the runtime's own functions,
+    which here overlaps the rest of the import on another core."""
+    try:
+        rtsys.initialize(cpu_target.target_context)
+    except Exception:  # noqa: BLE001 - the first load sets it up again and raises there
+        pass
+
+
+_RUNTIME_SETUP = threading.Thread(target=_set_up_runtime, name="hybridtf-runtime-setup",
+                                  daemon=True)
+_RUNTIME_SETUP.start()
+# A child forked meanwhile would inherit Numba's compiler lock held, and the interpreter's exit
+# must not cut LLVM off mid-compile: both wait for the set-up (at most its 20 ms).
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_RUNTIME_SETUP.join)
+atexit.register(_RUNTIME_SETUP.join)
 
 
 # ---- the decorators --------------------------------------------------------------------------

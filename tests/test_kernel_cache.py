@@ -256,6 +256,31 @@ def test_a_loaded_kernel_parses_its_bitcode_only_when_a_new_kernel_links_it(warm
     assert report["names"] and report["unregistered"] == []
 
 
+RUNTIME_CHILD = '''
+import json, os, sys
+from numba.core.runtime import rtsys
+import ops.kernel_cache as kernel_cache
+pid = os.fork()   # waits for the set-up: the child must not inherit Numba's compiler lock held
+if pid == 0:   # the child loads a kernel and runs it
+    import numpy as np
+    sys.path.insert(0, sys.argv[1])
+    import kernels_under_test as k
+    os._exit(0 if k.total(np.arange(5.0)) == 10.0 else 3)
+_, status = os.waitpid(pid, 0)
+print(json.dumps({"thread": kernel_cache._RUNTIME_SETUP.name, "set_up": rtsys._init,
+                  "child_exit": os.waitstatus_to_exitcode(status)}))
+'''
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX's")
+def test_numbas_runtime_is_set_up_during_the_import_and_a_fork_waits_for_it(warm_cache):
+    """The first kernel load does not set up Numba's runtime (20 ms): a thread started by the
+    import has, and a child forked meanwhile still loads and runs kernels."""
+    source, cache = warm_cache
+    report = _run_child(source, cache, child=RUNTIME_CHILD)
+    assert report == {"thread": "hybridtf-runtime-setup", "set_up": True, "child_exit": 0}
+
+
 # ---- where the cache is, and who may write it --------------------------------------------------
 def test_ops_kernels_cache_in_the_cache_directory_not_beside_their_sources(tmp_path):
     """A copy of ``ops`` as an installed package: its kernels cache under HYBRIDTF_CACHE_DIR, with
