@@ -24,9 +24,11 @@ import math
 
 import numpy as np
 
+from ops import threads
 from ops.kernel_cache import njit
 
 _jit = njit(error_model="numpy")
+_part = njit(error_model="numpy", nogil=True)   # a part of a draw, run beside the others
 
 MASK32 = np.uint64(0xFFFFFFFF)
 M0 = np.uint64(0xD2511F53)
@@ -173,52 +175,60 @@ def uniform_int_block(b, lo, span, seed_lo, seed_hi, ctr_lo, ctr_hi):
 
 
 # ---- CPU kernels ------------------------------------------------------------------------------
-@_jit
-def uniform_f32_kernel(n, seed_lo, seed_hi, ctr_lo, ctr_hi):
-    """n float32 uniforms in [0, 1).  Key/counter words are uint64 values < 2**32."""
-    out = np.empty(n, np.float32)
-    for b in range((n + 3) // 4):
+# Each fills blocks [b_lo, b_hi) of its output (elements as far as the output reaches), so that a
+# large draw -- a model's initial weights -- splits over the kernel threads with the same values
+# (``_fill``).
+@_part
+def uniform_f32_kernel(out, b_lo, b_hi, seed_lo, seed_hi, ctr_lo, ctr_hi):
+    """Float32 uniforms in [0, 1) into out[4*b_lo:4*b_hi].  Key/counter words are uint64
+    values < 2**32."""
+    for b in range(b_lo, b_hi):
         store4(out, 4 * b, uniform_f32_block(b, seed_lo, seed_hi, ctr_lo, ctr_hi))
-    return out
 
 
-@_jit
-def uniform_f64_kernel(n, seed_lo, seed_hi, ctr_lo, ctr_hi):
-    """n float64 uniforms in [0, 1)."""
-    out = np.empty(n, np.float64)
-    for b in range((n + 1) // 2):
+@_part
+def uniform_f64_kernel(out, b_lo, b_hi, seed_lo, seed_hi, ctr_lo, ctr_hi):
+    """Float64 uniforms in [0, 1) into out[2*b_lo:2*b_hi]."""
+    for b in range(b_lo, b_hi):
         store2(out, 2 * b, uniform_f64_block(b, seed_lo, seed_hi, ctr_lo, ctr_hi))
-    return out
 
 
-@_jit
-def normal_kernel(n, per_block4, seed_lo, seed_hi, ctr_lo, ctr_hi):
-    """n standard normals (float64); per_block4: 4 per block from 32-bit uniforms, else 2."""
-    out = np.empty(n, np.float64)
+@_part
+def normal_kernel(out, b_lo, b_hi, per_block4, seed_lo, seed_hi, ctr_lo, ctr_hi):
+    """Standard normals (float64) of blocks [b_lo, b_hi); per_block4: 4 per block from 32-bit
+    uniforms, else 2."""
     if per_block4:
-        for b in range((n + 3) // 4):
+        for b in range(b_lo, b_hi):
             store4(out, 4 * b, normal_4_block(b, seed_lo, seed_hi, ctr_lo, ctr_hi))
     else:
-        for b in range((n + 1) // 2):
+        for b in range(b_lo, b_hi):
             store2(out, 2 * b, normal_2_block(b, seed_lo, seed_hi, ctr_lo, ctr_hi))
-    return out
 
 
-@_jit
-def truncated_normal_kernel(n, seed_lo, seed_hi, ctr_lo, ctr_hi):
-    """n standard normals (float64) conditioned on [-2, 2] by re-drawing (see module doc)."""
-    out = np.empty(n, np.float64)
-    for i in range(n):
+@_part
+def truncated_normal_kernel(out, i_lo, i_hi, seed_lo, seed_hi, ctr_lo, ctr_hi):
+    """Standard normals (float64) conditioned on [-2, 2] by re-drawing (see module doc), into
+    out[i_lo:i_hi] of the draw ``out``."""
+    n = out.shape[0]
+    for i in range(i_lo, i_hi):
         out[i] = truncated_normal_element(i, n, seed_lo, seed_hi, ctr_lo, ctr_hi)
-    return out
 
 
-@_jit
-def uniform_int_kernel(n, lo, span, seed_lo, seed_hi, ctr_lo, ctr_hi):
-    """n integers lo + (64 random bits mod span), as uint64 (two's complement of the int64)."""
-    out = np.empty(n, np.uint64)
-    for b in range((n + 1) // 2):
+@_part
+def uniform_int_kernel(out, b_lo, b_hi, lo, span, seed_lo, seed_hi, ctr_lo, ctr_hi):
+    """Integers lo + (64 random bits mod span), as uint64 (two's complement of the int64), into
+    out[2*b_lo:2*b_hi]."""
+    for b in range(b_lo, b_hi):
         store2(out, 2 * b, uniform_int_block(b, lo, span, seed_lo, seed_hi, ctr_lo, ctr_hi))
+
+
+# A part draws at least this many blocks (about 0.2 ms): a smaller draw runs on the caller.
+_BLOCKS_PER_PART = 1 << 16
+
+
+def _fill(kernel, out, blocks, *args):
+    """out, its ``blocks`` blocks filled by ``kernel`` over the kernel threads."""
+    threads.split(lambda lo, hi: kernel(out, lo, hi, *args), blocks, _BLOCKS_PER_PART)
     return out
 
 
@@ -259,9 +269,10 @@ def uniform(shape, dtype, seed, counter):
     n = _size(shape)
     words = key(seed, counter)
     if dtype == np.float32:
-        out = uniform_f32_kernel(n, *words)
+        out = _fill(uniform_f32_kernel, np.empty(n, np.float32), (n + 3) // 4, *words)
     else:
-        out = uniform_f64_kernel(n, *words).astype(dtype, copy=False)
+        out = _fill(uniform_f64_kernel, np.empty(n, np.float64), (n + 1) // 2,
+                    *words).astype(dtype, copy=False)
     return out.reshape(tuple(shape))
 
 
@@ -269,7 +280,9 @@ def normal(shape, dtype, seed, counter):
     """Standard normal floats (mean 0, stddev 1) of ``shape``/``dtype`` from (seed, counter)."""
     dtype = np.dtype(dtype)
     n = _size(shape)
-    out = normal_kernel(n, dtype.itemsize <= 4, *key(seed, counter))
+    per_block4 = dtype.itemsize <= 4
+    blocks = (n + 3) // 4 if per_block4 else (n + 1) // 2
+    out = _fill(normal_kernel, np.empty(n, np.float64), blocks, per_block4, *key(seed, counter))
     return out.astype(dtype, copy=False).reshape(tuple(shape))
 
 
@@ -277,7 +290,7 @@ def truncated_normal(shape, dtype, seed, counter):
     """Standard normals re-drawn until within 2 stddevs, like tf.random.truncated_normal."""
     dtype = np.dtype(dtype)
     n = _size(shape)
-    out = truncated_normal_kernel(n, *key(seed, counter))
+    out = _fill(truncated_normal_kernel, np.empty(n, np.float64), n, *key(seed, counter))
     return out.astype(dtype, copy=False).reshape(tuple(shape))
 
 
@@ -288,5 +301,6 @@ def uniform_int(shape, dtype, minval, maxval, seed, counter):
     """
     dtype = np.dtype(dtype)
     n = _size(shape)
-    bits = uniform_int_kernel(n, *int_range(minval, maxval), *key(seed, counter))
+    bits = _fill(uniform_int_kernel, np.empty(n, np.uint64), (n + 1) // 2,
+                 *int_range(minval, maxval), *key(seed, counter))
     return bits.view(np.int64).astype(dtype).reshape(tuple(shape))

@@ -77,6 +77,38 @@ def test_prefix_stable_and_counters_independent():
         assert abs(np.corrcoef(a, other)[0, 1]) < 0.15
 
 
+DRAWS = [
+    lambda n: R.uniform((n,), np.float32, 42, 3),
+    lambda n: R.uniform((n,), np.float64, 42, 3),
+    lambda n: R.normal((n,), np.float32, 42, 3),
+    lambda n: R.normal((n,), np.float64, 42, 3),
+    lambda n: R.truncated_normal((n,), np.float32, 42, 3),
+    lambda n: R.uniform_int((n,), np.int64, -5, 1000, 42, 3),
+]
+
+
+@pytest.mark.parametrize("draw", DRAWS)
+def test_a_draw_split_over_threads_equals_the_unsplit_one(draw, monkeypatch):
+    """A large draw (a model's initial weights) runs in parts on the kernel threads; element i
+    is the stream's element i whatever the parts, partial last block included."""
+    n = 1001
+    whole = draw(n)                          # at the real part size: one part
+    monkeypatch.setattr(R, "_BLOCKS_PER_PART", 7)
+    parts = []
+    split = R.threads.split
+    monkeypatch.setattr(R.threads, "split",
+                        lambda part, count, least: parts.append(count // least) or
+                        split(part, count, least))
+    monkeypatch.setattr(R.threads, "free_cores", lambda: 2)   # two parts, even on a busy machine
+    saved = R.threads.get_num_threads()
+    try:
+        R.threads.set_num_threads(2)
+        np.testing.assert_array_equal(draw(n), whole)
+    finally:
+        R.threads.set_num_threads(saved)
+    assert parts and parts[0] >= 2   # it was big enough to split
+
+
 def test_consecutive_counters_uncorrelated():
     xs = np.stack([R.normal((20000,), np.float64, 1, c) for c in range(4)])
     corr = np.corrcoef(xs)
