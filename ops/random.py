@@ -222,7 +222,8 @@ def uniform_int_kernel(out, b_lo, b_hi, lo, span, seed_lo, seed_hi, ctr_lo, ctr_
         store2(out, 2 * b, uniform_int_block(b, lo, span, seed_lo, seed_hi, ctr_lo, ctr_hi))
 
 
-# A part draws at least this many blocks (about 0.2 ms): a smaller draw runs on the caller.
+# A part draws at least this many blocks (a millisecond of float32 uniforms, more of the others):
+# a smaller draw runs on the caller.
 _BLOCKS_PER_PART = 1 << 16
 
 
