@@ -124,7 +124,6 @@ class RemoteVariant:
     def __init__(self, process, workload_id, impl_index, profile):
         self._process = process
         self._key = (workload_id, impl_index)
-        self._profile = profile.name
         self._result, self.units = process.request("build", workload_id, impl_index, profile.name)
 
     def result(self):
@@ -164,7 +163,10 @@ class FrameworkProcesses:
         """Drops every prepared variant (at the end of a workload)."""
         for process in self._processes.values():
             if process.alive():
-                process.request("release")
+                try:
+                    process.request("release")
+                except VariantFailed:
+                    pass   # it ended meanwhile: started again at its framework's next variant
 
     def pids(self):
         return [p.pid for p in self._processes.values() if p.alive()]
