@@ -22,6 +22,7 @@ import multiprocessing
 from benchmarks import frameworks, harness, profiles
 from benchmarks.devices import GPU
 from benchmarks.records import VariantFailed, record_failure
+from benchmarks.workloads import GPU_WORKLOADS, WORKLOADS
 
 
 # ---- the framework's process -------------------------------------------------------------------
@@ -32,10 +33,8 @@ class _Server:
         frameworks.use_device(device)
         self.device = device
         self.prepared = {}
-        self.round = None
 
     def build(self, workload_id, impl_index, profile_name):
-        from benchmarks.workloads import GPU_WORKLOADS, WORKLOADS
         workload = (GPU_WORKLOADS if self.device == GPU else WORKLOADS)[workload_id]
         impl = workload.impls[impl_index]
         built = impl.build(frameworks.load(impl.framework), profiles.get(profile_name))
