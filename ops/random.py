@@ -103,13 +103,15 @@ def store2(out, i, values):
 @_jit
 def _u24(w):
     # the top 24 bits of a word -> float32 in [0, 1) (exact)
-    return np.float32((w >> np.uint64(8)) * (1.0 / 16777216.0))
+    # (through int32: a conversion of uint64 to float has no vector instruction)
+    return np.float32(np.int32(w >> np.uint64(8))) * np.float32(1.0 / 16777216.0)
 
 
 @_jit
 def _u53(a, b):
     # 53 random bits from two words -> [0, 1)
-    return ((a >> np.uint64(5)) * 67108864.0 + (b >> np.uint64(6))) * (1.0 / 9007199254740992.0)
+    return (np.float64(np.int64(a >> np.uint64(5))) * 67108864.0
+            + np.float64(np.int64(b >> np.uint64(6)))) * (1.0 / 9007199254740992.0)
 
 
 @_jit
@@ -121,23 +123,32 @@ def _box_muller(u1, u2):
 
 
 @_jit
-def uniform_f32_block(b, seed_lo, seed_hi, ctr_lo, ctr_hi):
-    """Elements 4b .. 4b+3 of a float32 uniform draw: word j -> its top 24 bits * 2**-24."""
-    w0, w1, w2, w3 = block_words(b, seed_lo, seed_hi, ctr_lo, ctr_hi)
+def uniform_f32_values(w0, w1, w2, w3):
+    """A block's four float32 uniforms: word j -> its top 24 bits * 2**-24."""
     return _u24(w0), _u24(w1), _u24(w2), _u24(w3)
 
 
 @_jit
-def uniform_f64_block(b, seed_lo, seed_hi, ctr_lo, ctr_hi):
-    """Elements 2b, 2b+1 of a float64 uniform draw: 53 bits of words (0, 1), then (2, 3)."""
-    w0, w1, w2, w3 = block_words(b, seed_lo, seed_hi, ctr_lo, ctr_hi)
+def uniform_f32_block(b, seed_lo, seed_hi, ctr_lo, ctr_hi):
+    """Elements 4b .. 4b+3 of a float32 uniform draw."""
+    return uniform_f32_values(*block_words(b, seed_lo, seed_hi, ctr_lo, ctr_hi))
+
+
+@_jit
+def uniform_f64_values(w0, w1, w2, w3):
+    """A block's two float64 uniforms: 53 bits of words (0, 1), then (2, 3)."""
     return _u53(w0, w1), _u53(w2, w3)
 
 
 @_jit
-def normal_4_block(b, seed_lo, seed_hi, ctr_lo, ctr_hi):
-    """Elements 4b .. 4b+3 of a normal draw from 32-bit uniforms (float32 draws), in float64."""
-    w0, w1, w2, w3 = block_words(b, seed_lo, seed_hi, ctr_lo, ctr_hi)
+def uniform_f64_block(b, seed_lo, seed_hi, ctr_lo, ctr_hi):
+    """Elements 2b, 2b+1 of a float64 uniform draw."""
+    return uniform_f64_values(*block_words(b, seed_lo, seed_hi, ctr_lo, ctr_hi))
+
+
+@_jit
+def normal_4_values(w0, w1, w2, w3):
+    """A block's four normals from 32-bit uniforms (float32 draws), in float64."""
     s = 1.0 / 4294967296.0
     z0, z1 = _box_muller((w0 + 1.0) * s, w1 * s)
     z2, z3 = _box_muller((w2 + 1.0) * s, w3 * s)
@@ -145,10 +156,21 @@ def normal_4_block(b, seed_lo, seed_hi, ctr_lo, ctr_hi):
 
 
 @_jit
-def normal_2_block(b, seed_lo, seed_hi, ctr_lo, ctr_hi):
-    """Elements 2b, 2b+1 of a normal draw from 53-bit uniforms (float64 draws)."""
-    w0, w1, w2, w3 = block_words(b, seed_lo, seed_hi, ctr_lo, ctr_hi)
+def normal_4_block(b, seed_lo, seed_hi, ctr_lo, ctr_hi):
+    """Elements 4b .. 4b+3 of a normal draw from 32-bit uniforms."""
+    return normal_4_values(*block_words(b, seed_lo, seed_hi, ctr_lo, ctr_hi))
+
+
+@_jit
+def normal_2_values(w0, w1, w2, w3):
+    """A block's two normals from 53-bit uniforms (float64 draws)."""
     return _box_muller(1.0 - _u53(w0, w1), _u53(w2, w3))
+
+
+@_jit
+def normal_2_block(b, seed_lo, seed_hi, ctr_lo, ctr_hi):
+    """Elements 2b, 2b+1 of a normal draw from 53-bit uniforms."""
+    return normal_2_values(*block_words(b, seed_lo, seed_hi, ctr_lo, ctr_hi))
 
 
 @_jit
@@ -167,42 +189,90 @@ def truncated_normal_element(i, n, seed_lo, seed_hi, ctr_lo, ctr_hi):
 
 
 @_jit
-def uniform_int_block(b, lo, span, seed_lo, seed_hi, ctr_lo, ctr_hi):
-    """Elements 2b, 2b+1 of an integer draw in [lo, lo + span): words (0, 1), then (2, 3), as
-    64-bit integers reduced modulo span, plus lo; uint64 (two's complement of the int64)."""
-    w0, w1, w2, w3 = block_words(b, seed_lo, seed_hi, ctr_lo, ctr_hi)
+def uniform_int_values(lo, span, w0, w1, w2, w3):
+    """A block's two integers in [lo, lo + span): words (0, 1), then (2, 3), as 64-bit
+    integers reduced modulo span, plus lo; uint64 (two's complement of the int64)."""
     return lo + ((w0 << S32) | w1) % span, lo + ((w2 << S32) | w3) % span
+
+
+@_jit
+def uniform_int_block(b, lo, span, seed_lo, seed_hi, ctr_lo, ctr_hi):
+    """Elements 2b, 2b+1 of an integer draw in [lo, lo + span)."""
+    return uniform_int_values(lo, span, *block_words(b, seed_lo, seed_hi, ctr_lo, ctr_hi))
 
 
 # ---- CPU kernels ------------------------------------------------------------------------------
 # Each fills blocks [b_lo, b_hi) of its output (elements as far as the output reaches), so that a
 # large draw -- a model's initial weights -- splits over the kernel threads with the same values
-# (``_fill``).
+# (``_fill``).  A kernel computes the words of _CHUNK blocks at a time into the rows of a small
+# buffer, one row per word: that loop runs 8 or 16 blocks at once in vector registers (3 to 5
+# times the speed of one block at a time; stored side by side in the output, a block's words
+# keep LLVM from vectorizing), then makes the chunk's elements from the buffer.
+_CHUNK = 512   # blocks: 16 KB of words, in the L1 cache
+
+
+@_jit
+def _words_buffer():
+    # rows a little over 4 KB apart: rows exactly 4 KB apart slow their stores down fourfold
+    return np.empty((4, _CHUNK + 8), np.uint64)
+
+
+# Philox inlined into the loop below: called as a function, it keeps the loop from vectorizing
+_philox_inlined = njit(error_model="numpy", inline="always")(philox4x32.py_func)
+
+
+@_jit
+def _chunk_words(words, start, stop, seed_lo, seed_hi, ctr_lo, ctr_hi):
+    """words[j, k] = word j of block start + k (``block_words``), for the blocks [start, stop)."""
+    w0, w1, w2, w3 = words[0], words[1], words[2], words[3]
+    for k in range(stop - start):
+        b = np.uint64(start + k)
+        v0, v1, v2, v3 = _philox_inlined(b & MASK32, b >> S32, ctr_lo, ctr_hi, seed_lo, seed_hi)
+        w0[k] = v0
+        w1[k] = v1
+        w2[k] = v2
+        w3[k] = v3
+
+
 @_part
 def uniform_f32_kernel(out, b_lo, b_hi, seed_lo, seed_hi, ctr_lo, ctr_hi):
     """Float32 uniforms in [0, 1) into out[4*b_lo:4*b_hi].  Key/counter words are uint64
     values < 2**32."""
-    for b in range(b_lo, b_hi):
-        store4(out, 4 * b, uniform_f32_block(b, seed_lo, seed_hi, ctr_lo, ctr_hi))
+    words = _words_buffer()
+    for start in range(b_lo, b_hi, _CHUNK):
+        stop = min(start + _CHUNK, b_hi)
+        _chunk_words(words, start, stop, seed_lo, seed_hi, ctr_lo, ctr_hi)
+        for k in range(stop - start):
+            store4(out, 4 * (start + k), uniform_f32_values(words[0, k], words[1, k],
+                                                            words[2, k], words[3, k]))
 
 
 @_part
 def uniform_f64_kernel(out, b_lo, b_hi, seed_lo, seed_hi, ctr_lo, ctr_hi):
     """Float64 uniforms in [0, 1) into out[2*b_lo:2*b_hi]."""
-    for b in range(b_lo, b_hi):
-        store2(out, 2 * b, uniform_f64_block(b, seed_lo, seed_hi, ctr_lo, ctr_hi))
+    words = _words_buffer()
+    for start in range(b_lo, b_hi, _CHUNK):
+        stop = min(start + _CHUNK, b_hi)
+        _chunk_words(words, start, stop, seed_lo, seed_hi, ctr_lo, ctr_hi)
+        for k in range(stop - start):
+            store2(out, 2 * (start + k), uniform_f64_values(words[0, k], words[1, k],
+                                                            words[2, k], words[3, k]))
 
 
 @_part
 def normal_kernel(out, b_lo, b_hi, per_block4, seed_lo, seed_hi, ctr_lo, ctr_hi):
     """Standard normals (float64) of blocks [b_lo, b_hi); per_block4: 4 per block from 32-bit
     uniforms, else 2."""
-    if per_block4:
-        for b in range(b_lo, b_hi):
-            store4(out, 4 * b, normal_4_block(b, seed_lo, seed_hi, ctr_lo, ctr_hi))
-    else:
-        for b in range(b_lo, b_hi):
-            store2(out, 2 * b, normal_2_block(b, seed_lo, seed_hi, ctr_lo, ctr_hi))
+    words = _words_buffer()
+    for start in range(b_lo, b_hi, _CHUNK):
+        stop = min(start + _CHUNK, b_hi)
+        _chunk_words(words, start, stop, seed_lo, seed_hi, ctr_lo, ctr_hi)
+        for k in range(stop - start):
+            w0, w1, w2, w3 = words[0, k], words[1, k], words[2, k], words[3, k]
+            if per_block4:
+                store4(out, 4 * (start + k), normal_4_values(w0, w1, w2, w3))
+            else:
+                store2(out, 2 * (start + k), normal_2_values(w0, w1, w2, w3))
 
 
 @_part
@@ -218,12 +288,17 @@ def truncated_normal_kernel(out, i_lo, i_hi, seed_lo, seed_hi, ctr_lo, ctr_hi):
 def uniform_int_kernel(out, b_lo, b_hi, lo, span, seed_lo, seed_hi, ctr_lo, ctr_hi):
     """Integers lo + (64 random bits mod span), as uint64 (two's complement of the int64), into
     out[2*b_lo:2*b_hi]."""
-    for b in range(b_lo, b_hi):
-        store2(out, 2 * b, uniform_int_block(b, lo, span, seed_lo, seed_hi, ctr_lo, ctr_hi))
+    words = _words_buffer()
+    for start in range(b_lo, b_hi, _CHUNK):
+        stop = min(start + _CHUNK, b_hi)
+        _chunk_words(words, start, stop, seed_lo, seed_hi, ctr_lo, ctr_hi)
+        for k in range(stop - start):
+            store2(out, 2 * (start + k), uniform_int_values(lo, span, words[0, k], words[1, k],
+                                                            words[2, k], words[3, k]))
 
 
-# A part draws at least this many blocks (a millisecond of float32 uniforms, more of the others):
-# a smaller draw runs on the caller.
+# A part draws at least this many blocks (0.2 ms of float32 uniforms, 4 ms of normals): a
+# smaller draw runs on the caller.
 _BLOCKS_PER_PART = 1 << 16
 
 

@@ -4,7 +4,8 @@ tests/test_cuda_ptx.py in a process without the CUDA simulator.
 Every elementwise op (each dtype it takes, broadcast against a second shape) is traced into a
 decorated function; the CUDA compiler renders its fused kernel, which Numba's CUDA target then
 compiles to PTX with libNVVM; so are a train step's kernels and a few loops and branches that
-run as one kernel each.  The simulator runs kernels as Python and cannot catch what only
+run as one kernel each, and the random ops' kernels (their Philox functions are the CPU's,
+inlined).  The simulator runs kernels as Python and cannot catch what only
 the real target rejects (NumPy functions on scalars, allocation, builtins it cannot type).
 Numba asks the current GPU for its compute capability when it compiles a device function; with
 no GPU, that one call is answered here.  Prints one line per kernel; exits non-zero on the first
@@ -80,6 +81,8 @@ def main():
     for name, graph in _loop_graphs():
         count += compile_kernels(graph, loops=1)
         print(f"ok loop: {name}", flush=True)
+    for name in _random_kernels():
+        print(f"ok random: {name}", flush=True)
     print(f"compiled {count} fused kernels to PTX for compute capability {CAPABILITY}")
 
 
@@ -142,6 +145,22 @@ def _loop_graphs():
              nested: [tf.TensorSpec((6,), f32)]}
     for fn, signature in specs.items():
         yield fn.__name__, tf.function(fn).get_concrete_function(*signature).graph
+
+
+def _random_kernels():
+    """Compiles the random ops' kernels, which call the CPU's Philox functions (inlined where
+    they are called) as device functions; yields each one's name."""
+    from ops.cuda import random as cuda_random
+    u64, f32, f64 = types.uint64, types.float32, types.float64
+    for name, dtype in [("_uniform_f32_kernel", f32), ("_uniform_f64_kernel", f64),
+                        ("_normal_4_kernel", f32), ("_normal_2_kernel", f64),
+                        ("_truncated_normal_kernel", f32)]:
+        cuda.compile_ptx(getattr(cuda_random, name).py_func,
+                         (dtype[::1], dtype, u64, u64, u64, u64), cc=CAPABILITY)
+        yield name
+    cuda.compile_ptx(cuda_random._uniform_int_kernel.py_func,
+                     (u64[::1], u64, u64, u64, u64, u64, u64, u64), cc=CAPABILITY)
+    yield "_uniform_int_kernel"
 
 
 if __name__ == "__main__":

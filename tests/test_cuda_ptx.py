@@ -37,3 +37,4 @@ def test_fused_kernels_compile_for_a_gpu():
     assert "ok a train step" in done.stdout
     assert "ok tanh float32" in done.stdout and "ok select" in done.stdout
     assert "ok loop: w5" in done.stdout and "ok loop: nested" in done.stdout
+    assert "ok random: _uniform_int_kernel" in done.stdout
