@@ -15,9 +15,9 @@ Masked steps keep the state; the output there repeats the previous output (zeros
 first step) or, with ``zero_output``, is zeros.  With ``backwards`` the time axis is read from
 the end; outputs are written in the order the steps run (Keras's ``go_backwards``).
 
-The forward kernels also return what their backward kernels need (the state after every step,
-the gate activations), indexed by step; the backward kernels return the gradients of the
-projection, the initial states and the recurrent weights.
+The forward kernels also return what their backward kernels need (the states by step -- for
+the LSTM, the state each step read, by time index -- and the gate activations); the backward
+kernels return the gradients of the projection, the initial states and the recurrent weights.
 """
 import numpy as np
 from numba import types
@@ -282,7 +282,7 @@ def _lstm_cell(gb, cb, hb, units):
 
 
 @_jit
-def _lstm_forward_rows(xp, h0, c0, rk, mask, backwards, zero_output, out, h, c, hs, cs, gates,
+def _lstm_forward_rows(xp, h0, c0, rk, mask, backwards, zero_output, out, h, c, prev, cs, gates,
                        lo, hi):
     """``lstm_forward`` for batch rows lo..hi, into the arrays it returns (allocated by it)."""
     batch, steps, four = xp.shape
@@ -296,6 +296,7 @@ def _lstm_forward_rows(xp, h0, c0, rk, mask, backwards, zero_output, out, h, c, 
         t = _time_index(s, steps, backwards)
         for b in range(lo, hi):
             _copy(gates[b, s], xp[b, t])
+            _copy(prev[b, t], h[b])
         # gates[lo:hi, s] += h[lo:hi] @ rk: rows of gates[:, s] lie steps * four apart
         product_gemm(False, False, hi - lo, four, units, 1.0, h_flat[lo * units:], units,
                      rk_flat, four, 1.0, gates_flat[(lo * steps + s) * four:], steps * four)
@@ -306,27 +307,27 @@ def _lstm_forward_rows(xp, h0, c0, rk, mask, backwards, zero_output, out, h, c, 
             else:
                 gates[b, s] = 0.0
             _write_output(out, s, b, h[b], out[b, s - 1], keep, zero_output)
-            _copy(hs[b, s], h[b])
             _copy(cs[b, s], c[b])
 
 
 def lstm_forward(xp, h0, c0, rk, mask, backwards, zero_output):
     """Keras's LSTM cell over the sequence: gates (i, f, c, o) = xp_t + h @ rk; c = f * c +
-    i * tanh(.); h = o * tanh(c).  Returns (outputs, last h, last c, h by step, c by step,
-    gate activations by step).  All arrays C-contiguous.  The batch rows are independent
-    recurrences: they are split over the kernel threads, each part one native loop over time."""
+    i * tanh(.); h = o * tanh(c).  Returns (outputs, last h, last c, the h each step read by
+    time index, c by step, gate activations by step).  All arrays C-contiguous.  The batch rows
+    are independent recurrences: they are split over the kernel threads, each part one native
+    loop over time."""
     batch, steps, four = xp.shape
     units = four // 4
     out = np.empty((batch, steps, units), xp.dtype)
-    hs = np.empty((batch, steps, units), xp.dtype)
+    prev = np.empty((batch, steps, units), xp.dtype)
     cs = np.empty((batch, steps, units), xp.dtype)
     gates = np.empty((batch, steps, four), xp.dtype)
     h = np.empty((batch, units), xp.dtype)
     c = np.empty((batch, units), xp.dtype)
     _split_rows(lambda lo, hi: _lstm_forward_rows(
-        xp, h0, c0, rk, mask, backwards, zero_output, out, h, c, hs, cs, gates, lo, hi),
+        xp, h0, c0, rk, mask, backwards, zero_output, out, h, c, prev, cs, gates, lo, hi),
         batch, steps * units * four)
-    return out, h, c, hs, cs, gates
+    return out, h, c, prev, cs, gates
 
 
 @_jit
@@ -339,12 +340,11 @@ def _lstm_backward_rows(c0, rk_t, mask, cs, gates, d_out, backwards, zero_output
     four = 4 * units
     rows = hi - lo
     carry = np.zeros((rows, units), cs.dtype)
-    dz = np.empty((rows, four), cs.dtype)    # one step's pre-activation gradient
-    back = np.empty((rows, units), cs.dtype)   # dz @ rk^T
+    back = np.empty((rows, units), cs.dtype)   # d_xp[lo:hi, t] @ rk^T
     tcs = np.empty(units, cs.dtype)            # tanh(c) of one row
     keep = np.empty(rows, np.bool_)
     rk_t_flat = rk_t.reshape(rk_t.size)
-    dz_flat = dz.reshape(dz.size)
+    d_xp_flat = d_xp.reshape(d_xp.size)
     back_flat = back.reshape(back.size)
     dh_part = dh[lo:hi]
     for s in range(steps - 1, -1, -1):
@@ -352,10 +352,9 @@ def _lstm_backward_rows(c0, rk_t, mask, cs, gates, d_out, backwards, zero_output
                            dh_part)
         for r in range(rows):
             b = lo + r
-            dzb = dz[r]
+            dzb = d_xp[b, t]   # the step's pre-activation gradient
             if not keep[r]:
                 dzb[:] = 0.0
-                d_xp[b, t] = 0.0
                 continue
             gb, csb, dhb, dcb = gates[b, s], cs[b, s], dh[b], dc[b]
             cpb = c0[b] if s == 0 else cs[b, s - 1]
@@ -373,21 +372,22 @@ def _lstm_backward_rows(c0, rk_t, mask, cs, gates, d_out, backwards, zero_output
                 dzb[2 * units + j] = dct * i * (_ONE - g * g)
                 dzb[3 * units + j] = dhb[j] * tc * o * (_ONE - o)
                 dcb[j] = dct * f
-            _copy(d_xp[b, t], dzb)
-        product_gemm(False, False, rows, units, four, 1.0, dz_flat, four, rk_t_flat, units, 0.0,
-                     back_flat, units)
+        # back = d_xp[lo:hi, t] @ rk^T: rows of d_xp[:, t] lie steps * four apart
+        product_gemm(False, False, rows, units, four, 1.0, d_xp_flat[(lo * steps + t) * four:],
+                     steps * four, rk_t_flat, units, 0.0, back_flat, units)
         for r in range(rows):
             if keep[r]:
                 _copy(dh[lo + r], back[r])
 
 
-def lstm_backward(h0, c0, rk, mask, hs, cs, gates, d_out, d_h, d_c, backwards, zero_output):
-    """Backprop through time of ``lstm_forward``: (d_xp, d_h0, d_c0, d_rk).  All arrays
-    C-contiguous.  The recurrence is split by batch rows like the forward; the recurrent
-    kernel's gradient is then one product over all rows and steps."""
-    batch, steps, units = hs.shape
+def lstm_backward(c0, rk, mask, prev, cs, gates, d_out, d_h, d_c, backwards, zero_output):
+    """Backprop through time of ``lstm_forward`` (``prev``: the h each step read, by time
+    index): (d_xp, d_h0, d_c0, d_rk).  All arrays C-contiguous.  The recurrence is split by
+    batch rows like the forward; the recurrent kernel's gradient is then one product over all
+    rows and steps."""
+    batch, steps, units = prev.shape
     four = 4 * units
-    d_xp = np.empty((batch, steps, four), hs.dtype)
+    d_xp = np.empty((batch, steps, four), prev.dtype)
     dh = d_h.copy()
     dc = d_c.copy()
     # the step products run fastest on an untransposed right operand (ops.tile_gemm)
@@ -395,7 +395,9 @@ def lstm_backward(h0, c0, rk, mask, hs, cs, gates, d_out, d_h, d_c, backwards, z
     _split_rows(lambda lo, hi: _lstm_backward_rows(
         c0, rk_t, mask, cs, gates, d_out, backwards, zero_output, d_xp, dh, dc, lo, hi),
         batch, steps * units * four)
-    return d_xp, dh, dc, _recurrent_kernel_grad(h0, hs, d_xp, backwards)
+    rows = batch * steps
+    return d_xp, dh, dc, matmul(prev.reshape(rows, units), d_xp.reshape(rows, four),
+                                transpose_a=True)
 
 
 # ---- GRU ---------------------------------------------------------------------------------------

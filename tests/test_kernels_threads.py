@@ -406,7 +406,7 @@ def _recurrence(kind, rng, batch, steps, units, backwards, zero_output, masked, 
             h0, rk, mask, states, d_out, d_h, backwards, zero_output)
     if kind == "lstm":
         forward = recurrent.lstm_forward(xp, h0, c0, rk, mask, backwards, zero_output)
-        return forward + recurrent.lstm_backward(h0, c0, rk, mask, *forward[3:], d_out, d_h,
+        return forward + recurrent.lstm_backward(c0, rk, mask, *forward[3:], d_out, d_h,
                                                  d_c, backwards, zero_output)
     forward = recurrent.gru_forward(xp, h0, rk, rb, mask, backwards, zero_output, reset_after)
     return forward + recurrent.gru_backward(h0, rk, mask, *forward[2:], d_out, d_h, backwards,

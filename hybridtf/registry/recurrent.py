@@ -129,9 +129,9 @@ def _lstm_infer(specs, attrs):
 
 def _lstm_grad(record, grads):
     x, h0, c0, rk, mask = record.inputs
-    out, h, c, hs, cs, gates = record.outputs
+    out, h, c, prev, cs, gates = record.outputs
     d_x, d_h0, d_c0, d_rk = EX.execute(LSTM_SEQUENCE_GRAD, [
-        h0, c0, rk, mask, hs, cs, gates, _or_zeros(grads[0], out), _or_zeros(grads[1], h),
+        c0, rk, mask, prev, cs, gates, _or_zeros(grads[0], out), _or_zeros(grads[1], h),
         _or_zeros(grads[2], c)], record.attrs)
     return d_x, d_h0, d_c0, d_rk, None
 
@@ -143,16 +143,16 @@ LSTM_SEQUENCE = register(OpDef(
 
 
 def _lstm_grad_infer(specs, attrs):
-    h0, c0, rk, mask, hs, cs, gates, d_out, d_h, d_c = specs
-    batch, steps, units = _sequence_sizes("lstm_sequence_grad", hs, 1)
+    c0, rk, mask, prev, cs, gates, d_out, d_h, d_c = specs
+    batch, steps, units = _sequence_sizes("lstm_sequence_grad", prev, 1)
     four = None if units is None else 4 * units
     _check_inputs("lstm_sequence_grad", specs,
-                  ("initial_h", "initial_c", "recurrent_kernel", "mask", "h_by_step",
-                   "c_by_step", "gates", "output_grad", "h_grad", "c_grad"),
-                  [(batch, units), (batch, units), (units, four), (batch, steps), hs.shape,
-                   hs.shape, (batch, steps, four), hs.shape, (batch, units), (batch, units)])
-    return [Spec(gates.shape, hs.dtype), Spec(h0.shape, hs.dtype), Spec(c0.shape, hs.dtype),
-            Spec(rk.shape, hs.dtype)]
+                  ("initial_c", "recurrent_kernel", "mask", "previous_h", "c_by_step",
+                   "gates", "output_grad", "h_grad", "c_grad"),
+                  [(batch, units), (units, four), (batch, steps), prev.shape, prev.shape,
+                   (batch, steps, four), prev.shape, (batch, units), (batch, units)])
+    state = Spec(c0.shape, prev.dtype)
+    return [Spec(gates.shape, prev.dtype), state, state, Spec(rk.shape, prev.dtype)]
 
 
 LSTM_SEQUENCE_GRAD = register(OpDef(
