@@ -248,6 +248,17 @@ def test_python_float_operands_on_either_side_and_their_gradients(size, dtype):
         grad = tape.gradient(y, t).numpy()
         expected = -3.0 / x.astype(np.float64) ** 2 if slope is None else np.full(size, slope)
         np.testing.assert_allclose(grad, expected, rtol=2e-3 if dtype == np.float16 else 1e-6)
+        # again without a tape: the float's converted form is kept by now (the quickest path)
+        np.testing.assert_array_equal(fn(t).numpy(), ref(x))
+
+
+def test_a_python_float_kept_for_a_float_tensor_is_still_refused_by_an_integer_one():
+    t = tf.constant([1.0, 2.0])
+    for _ in range(2):
+        np.testing.assert_array_equal((t * 1.5).numpy(), [1.5, 3.0])
+        with pytest.raises(TypeError, match="cannot convert 1.5 to EagerTensor of dtype int32"):
+            tf.constant([1, 2]) * 1.5
+        np.testing.assert_array_equal((tf.constant([1, 2]) * 2.0).numpy(), [2, 4])
 
 
 def test_signed_zero_and_nan_python_operands_keep_their_values():
