@@ -222,16 +222,25 @@ _philox_inlined = njit(error_model="numpy", inline="always")(philox4x32.py_func)
 
 
 @_jit
-def _chunk_words(words, start, stop, seed_lo, seed_hi, ctr_lo, ctr_hi):
-    """words[j, k] = word j of block start + k (``block_words``), for the blocks [start, stop)."""
+def _chunk_words(words, start, b_hi, seed_lo, seed_hi, ctr_lo, ctr_hi):
+    """words[j, k] = word j of block start + k (``block_words``), for the blocks of the chunk
+    from ``start`` (at most _CHUNK, none from b_hi on); returns how many."""
+    count = min(_CHUNK, b_hi - start)
     w0, w1, w2, w3 = words[0], words[1], words[2], words[3]
-    for k in range(stop - start):
+    for k in range(count):
         b = np.uint64(start + k)
         v0, v1, v2, v3 = _philox_inlined(b & MASK32, b >> S32, ctr_lo, ctr_hi, seed_lo, seed_hi)
         w0[k] = v0
         w1[k] = v1
         w2[k] = v2
         w3[k] = v3
+    return count
+
+
+@_jit
+def _block_of(words, k):
+    """The four words of the chunk's block k."""
+    return words[0, k], words[1, k], words[2, k], words[3, k]
 
 
 @_part
@@ -240,11 +249,8 @@ def uniform_f32_kernel(out, b_lo, b_hi, seed_lo, seed_hi, ctr_lo, ctr_hi):
     values < 2**32."""
     words = _words_buffer()
     for start in range(b_lo, b_hi, _CHUNK):
-        stop = min(start + _CHUNK, b_hi)
-        _chunk_words(words, start, stop, seed_lo, seed_hi, ctr_lo, ctr_hi)
-        for k in range(stop - start):
-            store4(out, 4 * (start + k), uniform_f32_values(words[0, k], words[1, k],
-                                                            words[2, k], words[3, k]))
+        for k in range(_chunk_words(words, start, b_hi, seed_lo, seed_hi, ctr_lo, ctr_hi)):
+            store4(out, 4 * (start + k), uniform_f32_values(*_block_of(words, k)))
 
 
 @_part
@@ -252,11 +258,8 @@ def uniform_f64_kernel(out, b_lo, b_hi, seed_lo, seed_hi, ctr_lo, ctr_hi):
     """Float64 uniforms in [0, 1) into out[2*b_lo:2*b_hi]."""
     words = _words_buffer()
     for start in range(b_lo, b_hi, _CHUNK):
-        stop = min(start + _CHUNK, b_hi)
-        _chunk_words(words, start, stop, seed_lo, seed_hi, ctr_lo, ctr_hi)
-        for k in range(stop - start):
-            store2(out, 2 * (start + k), uniform_f64_values(words[0, k], words[1, k],
-                                                            words[2, k], words[3, k]))
+        for k in range(_chunk_words(words, start, b_hi, seed_lo, seed_hi, ctr_lo, ctr_hi)):
+            store2(out, 2 * (start + k), uniform_f64_values(*_block_of(words, k)))
 
 
 @_part
@@ -265,14 +268,11 @@ def normal_kernel(out, b_lo, b_hi, per_block4, seed_lo, seed_hi, ctr_lo, ctr_hi)
     uniforms, else 2."""
     words = _words_buffer()
     for start in range(b_lo, b_hi, _CHUNK):
-        stop = min(start + _CHUNK, b_hi)
-        _chunk_words(words, start, stop, seed_lo, seed_hi, ctr_lo, ctr_hi)
-        for k in range(stop - start):
-            w0, w1, w2, w3 = words[0, k], words[1, k], words[2, k], words[3, k]
+        for k in range(_chunk_words(words, start, b_hi, seed_lo, seed_hi, ctr_lo, ctr_hi)):
             if per_block4:
-                store4(out, 4 * (start + k), normal_4_values(w0, w1, w2, w3))
+                store4(out, 4 * (start + k), normal_4_values(*_block_of(words, k)))
             else:
-                store2(out, 2 * (start + k), normal_2_values(w0, w1, w2, w3))
+                store2(out, 2 * (start + k), normal_2_values(*_block_of(words, k)))
 
 
 @_part
@@ -290,11 +290,8 @@ def uniform_int_kernel(out, b_lo, b_hi, lo, span, seed_lo, seed_hi, ctr_lo, ctr_
     out[2*b_lo:2*b_hi]."""
     words = _words_buffer()
     for start in range(b_lo, b_hi, _CHUNK):
-        stop = min(start + _CHUNK, b_hi)
-        _chunk_words(words, start, stop, seed_lo, seed_hi, ctr_lo, ctr_hi)
-        for k in range(stop - start):
-            store2(out, 2 * (start + k), uniform_int_values(lo, span, words[0, k], words[1, k],
-                                                            words[2, k], words[3, k]))
+        for k in range(_chunk_words(words, start, b_hi, seed_lo, seed_hi, ctr_lo, ctr_hi)):
+            store2(out, 2 * (start + k), uniform_int_values(lo, span, *_block_of(words, k)))
 
 
 # A part draws at least this many blocks (0.2 ms of float32 uniforms, 4 ms of normals): a
