@@ -16,7 +16,7 @@ from numba import types
 from numba.np.linalg import F_INT_nptype, ensure_lapack
 
 from ops.kernel_cache import njit
-from ops.linalg import blas_kind, gemm
+from ops.linalg import blas_kind, gemm, transpose_into
 
 ensure_lapack()  # a clear ImportError now, rather than a failure inside the first kernel
 
@@ -62,14 +62,6 @@ def _pivots_nonzero(lu):
         if not abs(lu[i, i]) > 0:
             return False
     return True
-
-
-@_jit
-def _transpose_into(src, dst):
-    """dst[j, i] = src[i, j] for 2-D arrays (dst: src's transposed shape)."""
-    for i in range(src.shape[0]):
-        for j in range(src.shape[1]):
-            dst[j, i] = src[i, j]
 
 
 @_jit
@@ -165,13 +157,13 @@ def solve(a, rhs, adjoint, out):
         if adjoint:
             lu[:] = a[b]
         else:
-            _transpose_into(a[b], lu)
-        _transpose_into(rhs[b], x)
+            transpose_into(a[b], lu)
+        transpose_into(rhs[b], x)
         if _gesv(kind, n, k, lu.ctypes, n, ipiv.ctypes, x.ctypes, n) < 0:
             return LAPACK_ERROR
         if not _pivots_nonzero(lu):
             return b
-        _transpose_into(x, out[b])
+        transpose_into(x, out[b])
     return OK
 
 
@@ -281,7 +273,7 @@ def svd(a, s, u, v, compute_uv, full_matrices):
         if info > 0:
             return b
         if compute_uv:
-            _transpose_into(vt, v[b])
+            transpose_into(vt, v[b])
     return OK
 
 
@@ -304,7 +296,7 @@ def qr(a, q, r):
             for i in range(p):
                 q[b, i, i] = 1
             continue
-        _transpose_into(a[b], work[:n])
+        transpose_into(a[b], work[:n])
         if _geqrf(kind, m, n, work.ctypes, m, tau.ctypes) < 0:
             return LAPACK_ERROR
         for j in range(n):
@@ -312,7 +304,7 @@ def qr(a, q, r):
                 r[b, i, j] = work[j, i]
         if _orgqr(kind, m, p, k, work.ctypes, m, tau.ctypes) < 0:
             return LAPACK_ERROR
-        _transpose_into(work[:p], q[b])
+        transpose_into(work[:p], q[b])
     return OK
 
 
