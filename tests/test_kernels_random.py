@@ -109,6 +109,35 @@ def test_a_draw_split_over_threads_equals_the_unsplit_one(draw, monkeypatch):
     assert parts and parts[0] >= 2   # it was big enough to split
 
 
+# (the draw, the per-block function the CUDA kernels call, elements per block)
+BLOCK_FUNCTIONS = [
+    (lambda n: R.uniform((n,), np.float32, 42, 3), R.uniform_f32_block, 4),
+    (lambda n: R.uniform((n,), np.float64, 42, 3), R.uniform_f64_block, 2),
+    (lambda n: R.normal((n,), np.float64, 42, 3), R.normal_2_block, 2),
+    (lambda n: R.normal((n,), np.float32, 42, 3), R.normal_4_block, 4),
+]
+
+
+@pytest.mark.parametrize("draw,block,per_block", BLOCK_FUNCTIONS)
+def test_the_chunked_cpu_kernels_give_each_blocks_elements(draw, block, per_block):
+    """The CPU kernels compute a chunk of blocks' words at a time; across chunk boundaries
+    and a partial last block, element i is what block i // per_block gives (the GPU's way)."""
+    n = per_block * (2 * R._CHUNK + 37) + 1
+    key = R.key(42, 3)
+    want = np.concatenate([np.array(block(b, *key)) for b in range(-(-n // per_block))])[:n]
+    got = draw(n)
+    np.testing.assert_array_equal(got, want.astype(got.dtype))
+
+
+def test_chunked_integer_draws_give_each_blocks_elements():
+    n = 2 * (2 * R._CHUNK + 37) + 1
+    lo, span = R.int_range(-5, 1000)
+    want = np.concatenate([np.array(R.uniform_int_block(b, lo, span, *R.key(42, 3)), np.uint64)
+                           for b in range(-(-n // 2))])[:n]
+    np.testing.assert_array_equal(R.uniform_int((n,), np.int64, -5, 1000, 42, 3),
+                                  want.view(np.int64))
+
+
 def test_consecutive_counters_uncorrelated():
     xs = np.stack([R.normal((20000,), np.float64, 1, c) for c in range(4)])
     corr = np.corrcoef(xs)
