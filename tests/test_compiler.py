@@ -613,6 +613,20 @@ def test_compilation_warnings_fail_the_test_suite():
         warnings.warn(compiler.CompilationWarning("a broken kernel"))
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32, np.int64,
+                                   np.uint8, np.bool_, np.complex64])
+@pytest.mark.parametrize("shape", [(), (5,), (2, 3), (2, 1, 4, 3)])
+def test_kernels_are_warmed_up_for_the_types_numba_gives_the_arrays_of_a_call(dtype, shape):
+    """The warm-up compiles for the types it writes down without making arrays: the same types
+    ``numba.typeof`` gives the arrays and scalars a call passes."""
+    import numba
+    from types import SimpleNamespace
+    from hybridtf.compiler import cpu
+    tensor = SimpleNamespace(_static_shape=shape, _static_dtype=np.dtype(dtype))
+    assert cpu._array_type(tensor) == numba.typeof(np.zeros(shape, dtype))
+    assert cpu._scalar_type(tensor) == numba.typeof(np.zeros((), dtype)[()])
+
+
 def test_a_compiled_plan_compiles_its_in_part_products_before_the_first_call(
         split_small_groups, monkeypatch):
     """The ``rows`` form of a product computed inside a part kernel is compiled with the plan
@@ -625,10 +639,15 @@ def test_a_compiled_plan_compiles_its_in_part_products_before_the_first_call(
     phase = ["compiling"]
     rows = kernel.rows
 
-    def recording_rows(*args):
-        calls.append((phase[0], tuple(numba.typeof(a) for a in args)))
-        return rows(*args)
-    monkeypatch.setattr(kernel, "rows", recording_rows)
+    class RecordingRows:
+        def compile(self, signature):
+            calls.append(("compiling", tuple(signature)))
+            return rows.compile(signature)
+
+        def __call__(self, *args):
+            calls.append((phase[0], tuple(numba.typeof(a) for a in args)))
+            return rows(*args)
+    monkeypatch.setattr(kernel, "rows", RecordingRows())
     v = tf.Variable(_rand(6, 5, seed=5).astype(np.float64))
 
     @tf.function

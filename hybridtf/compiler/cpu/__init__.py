@@ -120,10 +120,21 @@ def _warm_up_products(products):
     for node in products:
         if not all(plan_lib.known(t._static_shape) for t in node.inputs):
             continue   # compiled on its first call
-        operands = [np.zeros(t._static_shape, t._static_dtype) for t in node.inputs]
-        out = np.empty((0, node.outputs[0]._static_shape[1]), operands[0].dtype)
+        signature = tuple(_array_type(t) for t in node.inputs) + tuple(
+            numba.typeof(a) for a in (*static_args(node), 0, 0)) + (_array_type(node.outputs[0]),)
         with failures_named(op_names([node])):
-            cpu_kernel(node.op).rows(*operands, *static_args(node), 0, 0, out)
+            cpu_kernel(node.op).rows.compile(signature)
+
+
+def _array_type(tensor):
+    """The Numba type of a C-contiguous array of ``tensor``'s static rank and dtype: what
+    ``numba.typeof`` gives for such an array, without making one (a dummy of a weight's shape
+    is megabytes of memory the process would touch for nothing)."""
+    return numba.types.Array(_scalar_type(tensor), len(tensor._static_shape), "C")
+
+
+def _scalar_type(tensor):
+    return numba.from_dtype(np.dtype(tensor._static_dtype))
 
 
 def _warm_up(kernels, module):
@@ -133,8 +144,8 @@ def _warm_up(kernels, module):
     a loop might never stop."""
     done = set()
     for loop in kernels.loops.values():
-        dummies = [np.zeros(t._static_shape, t._static_dtype) for t in loop.kernel.args]
-        signature = tuple(numba.typeof(a) for a in dummies + list(loop.captured))
+        signature = tuple(_array_type(t) for t in loop.kernel.args) + tuple(
+            numba.typeof(a) for a in loop.captured)
         with failures_named(kernels.ops_of[loop.kernel.name]):
             getattr(module, loop.kernel.name).compile(signature)
     for kernel in kernels.all:
@@ -144,18 +155,17 @@ def _warm_up(kernels, module):
         if key in done:
             continue
         done.add(key)
-        args = []
-        for t, scalar in zip(kernel.args, kernel.scalar_args):
-            dummy = np.zeros(t._static_shape, t._static_dtype)
-            args.append(dummy[()] if scalar else dummy)
-        args += [np.zeros(len(pack), pack[0]._static_dtype) for pack in kernel.packs]
+        signature = [_scalar_type(t) if scalar else _array_type(t)
+                     for t, scalar in zip(kernel.args, kernel.scalar_args)]
+        # a pack: its tensors' scalars in one 1-D array
+        signature += [numba.types.Array(_scalar_type(pack[0]), 1, "C") for pack in kernel.packs]
         if kernel.parts:   # its outputs, and an empty range of rows
-            args += [np.zeros(t._static_shape, t._static_dtype) for t in kernel.outputs
-                     if id(t) not in kernel.in_place] + [0, 0]
+            signature += [_array_type(t) for t in kernel.outputs if id(t) not in kernel.in_place]
+            signature += [numba.typeof(0)] * 2
         function = getattr(module, kernel.name)
         # Compiled (or loaded) for the types a call gives, not run: running a kernel on dummy
         # arrays of the full shapes would cost more than the rest of the trace.
-        signature = tuple(numba.typeof(a) for a in args)
+        signature = tuple(signature)
         if signature not in function.overloads:
             with failures_named(kernels.ops_of[kernel.name]):
                 function.compile(signature)
