@@ -239,6 +239,23 @@ def test_keras_weights_and_adam_slots_are_written_in_place_from_the_first_step()
     assert not np.array_equal(kernel.numpy(), initial)
     np.testing.assert_array_equal(kernel.initial_value.numpy(), initial)
     assert np.abs(slots[0].numpy()).max() > 0
+    for slot in slots:   # the slots' own arrays were their initial values: made again
+        np.testing.assert_array_equal(slot.initial_value.numpy(), np.zeros(kernel.shape))
+
+
+def test_a_variable_takes_a_fresh_array_as_its_own():
+    from hybridtf.framework.variables import FreshArray
+    array = _start()
+    made = []
+    v = tf.Variable(FreshArray(array, lambda: made.append(1) or tf.constant(_start())),
+                    trainable=False)
+    assert v._value is array and not made
+    step = _in_place_step(v)   # the first step
+    step()
+    assert v._value is array   # overwritten in place from the first step
+    np.testing.assert_allclose(v.numpy(), (_start() * 2 + 1) * 2 + 1, rtol=1e-6)
+    np.testing.assert_array_equal(v.initial_value.numpy(), _start())
+    assert v.initial_value is v.initial_value and made == [1]
 
 
 @pytest.mark.parametrize("use_bias", [True, False])

@@ -21,6 +21,19 @@ def set_creation_hook(hook):
     _creation_hook = hook
 
 
+class FreshArray:
+    """An initial value a variable takes as its own array, without the copy it makes of any
+    other: ``array`` is new and nothing else refers to it.  Since the variable's updates then
+    overwrite that array, ``make_initial()`` makes the tensor of ``initial_value`` again when it
+    is asked for (a slot's zeros)."""
+
+    __slots__ = ("array", "make_initial")
+
+    def __init__(self, array, make_initial):
+        self.array = array
+        self.make_initial = make_initial
+
+
 class VariableAggregation:
     NONE, SUM, MEAN, ONLY_FIRST_REPLICA = 0, 1, 2, 3
 
@@ -64,13 +77,17 @@ class Variable:
         # An eager tensor's array never changes: it can stay the initial value while the
         # variable owns its copy, so that the first update overwrites that copy in place.
         source = initial_value if type(initial_value) is Tensor else None
-        if isinstance(initial_value, Tensor) or getattr(initial_value, "_is_variable", False):
+        fresh = initial_value if type(initial_value) is FreshArray else None
+        if fresh is not None:
+            value = to_numpy(fresh.array, dtype)   # a cast only if asked for another dtype
+        elif isinstance(initial_value, Tensor) or getattr(initial_value, "_is_variable", False):
             value = np.asarray(initial_value)
             if dtype is not None and dtypes.as_dtype(dtype).as_numpy_dtype != value.dtype:
                 value = to_numpy(value, dtype)
         else:
             value = to_numpy(initial_value, dtype)
-        value = np.array(value)  # own copy, always an ndarray
+        if fresh is None:
+            value = np.array(value)  # own copy, always an ndarray
         if synchronization == VariableSynchronization.ON_READ and trainable:
             raise ValueError("Synchronization value can be set to VariableSynchronization.ON_READ "
                              "only for non-trainable variables.")
@@ -97,6 +114,10 @@ class Variable:
                 and source._value.dtype == own.dtype):
             self._set(value, owned=True)
             self._initial_value = source
+        elif fresh is not None and placed is own:
+            self._set(value, owned=True)
+            self._initial_value = None     # made when asked for
+            self._make_initial = fresh.make_initial
         else:
             self._set(placed)
             self._initial_value = self._snapshot
@@ -277,8 +298,13 @@ class Variable:
     constraint = property(lambda self: self._constraint)
     synchronization = property(lambda self: self._synchronization)
     aggregation = property(lambda self: self._aggregation)
-    initial_value = property(lambda self: self._initial_value)
     ndim = property(lambda self: self._value.ndim)
+
+    @property
+    def initial_value(self):
+        if self._initial_value is None:   # a FreshArray's, made on first use
+            self._initial_value = self._make_initial()
+        return self._initial_value
 
     def get_shape(self):
         return self.shape

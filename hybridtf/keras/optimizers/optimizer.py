@@ -26,7 +26,7 @@ from hybridtf.framework.constant_op import convert_to_tensor
 from hybridtf.framework.errors import InvalidArgumentError
 from hybridtf.framework.name_scope import name_scope
 from hybridtf.framework.tensor import Tensor, is_tensor
-from hybridtf.framework.variables import UpdateLock, Variable
+from hybridtf.framework.variables import FreshArray, UpdateLock, Variable
 from hybridtf.graph import func_graph
 from hybridtf.keras.optimizers import schedules
 
@@ -55,25 +55,27 @@ def _variable_name(variable):
 
 
 def _initial_value(initializer, shape, dtype, who):
-    """A new variable's initial value; a new array as a tensor (the variable then owns its own
-    copy, which its first update overwrites in place), what a callable returned as it is."""
-    array = _initial_array(initializer, shape, dtype, who)
-    return array if callable(initializer) else Tensor(array)
-
-
-def _initial_array(initializer, shape, dtype, who):
+    """A new variable's initial value.  A name or a number: the variable's own array, filled
+    now (``FreshArray``: no copy; its ``initial_value`` is made again when asked for).  Filled
+    by writing, not ``np.zeros``: a slot's first update reads it before writing it, and pages
+    the system has not yet given the array would each fault twice, read and then written.  A
+    callable: what it returned, which the variable copies."""
     np_dtype = dtype.as_numpy_dtype
-    if isinstance(initializer, str):
-        if initializer.lower() == "zeros":
-            return np.zeros(shape, np_dtype)
-        if initializer.lower() == "ones":
-            return np.ones(shape, np_dtype)
-        raise ValueError(f"{who}: unknown initializer {initializer!r}; use 'zeros', 'ones', a "
-                         "number or a callable (shape, dtype).")
     if callable(initializer):
         value = initializer(shape, dtype=dtype)
         return np.asarray(value.numpy() if hasattr(value, "numpy") else value, np_dtype)
-    return np.full(shape, initializer, np_dtype)
+    fill = _fill_value(initializer, who)
+    return FreshArray(np.full(shape, fill, np_dtype),
+                      lambda: Tensor(np.full(shape, fill, np_dtype)))
+
+
+def _fill_value(initializer, who):
+    if isinstance(initializer, str):
+        if initializer.lower() in ("zeros", "ones"):
+            return 0 if initializer.lower() == "zeros" else 1
+        raise ValueError(f"{who}: unknown initializer {initializer!r}; use 'zeros', 'ones', a "
+                         "number or a callable (shape, dtype).")
+    return initializer
 
 
 class Optimizer:
