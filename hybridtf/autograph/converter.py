@@ -28,6 +28,8 @@ import inspect
 import textwrap
 import types
 
+from hybridtf.autograph import code_cache
+
 
 AG = "ag__"
 
@@ -521,12 +523,16 @@ def _convert_function_def(fdef, counter, top):
 
 
 # ---- entry points -------------------------------------------------------------------------------
-def _function_ast(fn):
+def _source(fn):
     try:
         source = inspect.getsource(fn)
     except (OSError, TypeError) as err:
         raise ConversionError(f"the source of {fn!r} is not available: {err}") from None
-    source = textwrap.dedent(source)
+    return textwrap.dedent(source)
+
+
+def _function_ast(fn, source=None):
+    source = _source(fn) if source is None else source
     try:
         module = ast.parse(source)
     except SyntaxError as err:
@@ -542,9 +548,10 @@ def _function_ast(fn):
     return fdef
 
 
-def convert_to_ast(fn):
-    """The converted ``def`` of ``fn`` (named ``tf__<name>``)."""
-    fdef = _function_ast(fn)
+def convert_to_ast(fn, source=None):
+    """The converted ``def`` of ``fn`` (named ``tf__<name>``); ``source``: its dedented source,
+    when read already."""
+    fdef = _function_ast(fn, source)
     _convert_function_def(fdef, [0], top=True)
     fdef.name = f"tf__{fdef.name}"
     return fdef
@@ -565,6 +572,30 @@ def to_code(fn):
     return ast.unparse(ast.fix_missing_locations(convert_to_ast(fn))) + "\n"
 
 
+def _converted_code(fn):
+    """The code of ``fn`` converted -- a function ``tf__<name>`` whose free variables are
+    ``ag__`` and ``fn``'s -- and its source: from ``code_cache`` when this source was converted
+    before (in this process or an earlier one)."""
+    source = _source(fn)
+    freevars = list(fn.__code__.co_freevars)
+    filename = f"<autograph {getattr(fn, '__qualname__', fn.__name__)}>"
+    entry = code_cache.key(source, fn.__name__, freevars, filename)
+    found = code_cache.load(entry)
+    if found is not None:
+        return found
+    fdef = convert_to_ast(fn, source)
+    factory = _def("__ag_factory", [AG] + freevars, [fdef, ast.Return(value=_name(fdef.name))])
+    module = ast.Module(body=[factory], type_ignores=[])
+    ast.fix_missing_locations(module)
+    code = compile(module, filename, "exec")
+    factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+    inner = next(c for c in factory_code.co_consts
+                 if isinstance(c, types.CodeType) and c.co_name == fdef.name)
+    converted_source = ast.unparse(fdef)
+    code_cache.store(entry, inner, converted_source)
+    return inner, converted_source
+
+
 def convert(fn, runtime):
     """The converted function: same globals, defaults and closure (cells shared); its ``ag__``
     is ``runtime``, the module of runtime operators the converted code calls (``operators``,
@@ -574,16 +605,7 @@ def convert(fn, runtime):
     fn, instance = _unwrap(fn)
     if not isinstance(fn, types.FunctionType):
         raise ConversionError(f"{fn!r} is not a Python function.")
-    fdef = convert_to_ast(fn)
-    freevars = list(fn.__code__.co_freevars)
-    factory = _def("__ag_factory", [AG] + freevars, [fdef, ast.Return(value=_name(fdef.name))])
-    module = ast.Module(body=[factory], type_ignores=[])
-    ast.fix_missing_locations(module)
-    filename = f"<autograph {getattr(fn, '__qualname__', fn.__name__)}>"
-    code = compile(module, filename, "exec")
-    factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
-    inner = next(c for c in factory_code.co_consts
-                 if isinstance(c, types.CodeType) and c.co_name == fdef.name)
+    inner, converted_source = _converted_code(fn)
     cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
     closure = tuple(cells[n] if n in cells else types.CellType(runtime)
                     for n in inner.co_freevars)
@@ -597,7 +619,7 @@ def convert(fn, runtime):
     converted.__qualname__ = fn.__qualname__
     converted.__module__ = fn.__module__
     converted.__wrapped__ = fn
-    converted.ag_source = ast.unparse(fdef)
+    converted.ag_source = converted_source
     if instance is not None:
         return types.MethodType(converted, instance)
     return converted
