@@ -62,8 +62,11 @@ from hybridtf import train  # noqa: F401
 from hybridtf import distribute  # noqa: F401
 from hybridtf import test  # noqa: F401
 from hybridtf.framework import context as _context
+from hybridtf.framework import freed_memory as _freed_memory
 
 __version__ = "0.1.0"
+
+_freed_memory.keep_freed_memory()   # see "How hybridtf uses memory" in the README
 
 
 def executing_eagerly():
