@@ -524,6 +524,43 @@ def test_add_weight_initializers_and_regularizer_losses():
         layers.Dense(2, kernel_regularizer="l7")
 
 
+@pytest.mark.parametrize("cls", [initializers.GlorotUniform, initializers.Zeros,
+                                 initializers.Ones, initializers.HeNormal,
+                                 initializers.RandomNormal, initializers.Orthogonal])
+def test_a_weight_takes_its_initializers_new_array_as_its_own(cls, monkeypatch):
+    """No copy of a built-in initializer's draw, and so no initial value kept (as TF's eager
+    variables keep none)."""
+    made = []
+    call = cls.__call__
+
+    def recording(self, shape, dtype=None, **kwargs):
+        value = call(self, shape, dtype=dtype, **kwargs)
+        made.append(value._value)
+        return value
+    monkeypatch.setattr(cls, "__call__", recording)
+    layer = layers.Dense(4, kernel_initializer=cls())
+    layer.build((None, 3))
+    assert layer.kernel._value is made[0]
+    expected = made[0].copy()
+    with pytest.raises(RuntimeError, match="does not keep its initial value"):
+        layer.kernel.initial_value
+    x = np.ones((2, 3), np.float32)
+    np.testing.assert_allclose(layer(x).numpy(), x @ expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("make", [lambda a: initializers.Constant(a),
+                                  lambda a: (lambda shape, dtype=None: tf.constant(a))],
+                         ids=["Constant", "callable"])
+def test_a_weight_copies_what_other_initializers_return(make):
+    values = np.arange(12, dtype=np.float32).reshape(3, 4)
+    layer = layers.Dense(4, kernel_initializer=make(values))
+    layer.build((None, 3))
+    layer.kernel.assign_add(tf.ones((3, 4)))
+    np.testing.assert_array_equal(values, np.arange(12, dtype=np.float32).reshape(3, 4))
+    np.testing.assert_array_equal(layer.kernel.initial_value.numpy(), values)
+    np.testing.assert_array_equal(layer.kernel.numpy(), values + 1)
+
+
 def test_weights_argument_sets_initial_values():
     layer = layers.Dense(1, weights=[np.full((2, 1), 2.0), np.array([1.0])])
     np.testing.assert_array_equal(layer(np.ones((1, 2), np.float32)).numpy(), [[5.0]])

@@ -311,6 +311,9 @@ _CLASSES = (Zeros, Ones, Constant, RandomNormal, RandomUniform, TruncatedNormal,
             GlorotUniform, GlorotNormal, HeNormal, HeUniform, LecunNormal, LecunUniform,
             Orthogonal, Identity)
 _BY_NAME = {cls.__name__: cls for cls in _CLASSES}
+# Those whose every call returns a new array nothing else refers to (Constant's may be a view of
+# its value).
+_NEW_ARRAYS = frozenset(_CLASSES) - {Constant}
 _BY_NAME.update({
     "zeros": Zeros, "zero": Zeros, "ones": Ones, "one": Ones, "constant": Constant,
     "random_normal": RandomNormal, "normal": RandomNormal,
@@ -363,3 +366,10 @@ def get(identifier):
         return identifier
     raise ValueError(f"Could not interpret initializer identifier: {identifier!r}; pass a "
                      "name, an Initializer, or a callable f(shape, dtype).")
+
+
+def returns_new_arrays(initializer):
+    """Whether each call of ``initializer`` returns a new array that nothing else refers to (a
+    built-in random, zeros, ones, orthogonal or identity initializer), which a weight may then
+    take as its own."""
+    return type(initializer) in _NEW_ARRAYS

@@ -32,7 +32,7 @@ from hybridtf.framework.name_scope import name_scope as _name_scope
 from hybridtf.framework.tensor import Tensor
 from hybridtf.framework.tensor_shape import TensorShape
 from hybridtf.framework.tensor_spec import TensorSpec
-from hybridtf.framework.variables import (Variable, VariableAggregation,
+from hybridtf.framework.variables import (FreshArray, Variable, VariableAggregation,
                                           VariableSynchronization)
 from hybridtf.graph import func_graph
 from hybridtf.keras import backend, initializers
@@ -62,6 +62,22 @@ _NOT_TRACKED = frozenset((
 
 def _is_trackable(value):
     return isinstance(value, (Module, list, tuple, dict)) or getattr(value, "_is_variable", False)
+
+
+def _drawn(value, weight, layer):
+    """A weight's first value from an initializer that made a new array: the variable takes the
+    array as its own instead of copying it and keeping the draw as ``initial_value`` (twice the
+    weights' memory, and a copy of each in the first step).  As for TensorFlow's eager variables
+    and Keras 3's weights, the initial value is then not kept."""
+    array = value._value if type(value) is Tensor else None
+    if type(array) is not np.ndarray or not (array.flags.c_contiguous and array.flags.writeable):
+        return value
+
+    def not_kept():
+        raise RuntimeError(f"initial_value: weight {weight!r} of layer {layer} does not keep its "
+                           "initial value (nor do TensorFlow's eager variables); read the "
+                           "weight (weight.numpy()) before it changes to keep a copy.")
+    return FreshArray(array, not_kept)
 
 
 # ---- call context: the `training` value of the enclosing layer calls ----------------------------
@@ -431,6 +447,8 @@ class Layer(Module):
                              f"expected {shape}.")
         if value.dtype != dtype:
             value = math_ops.cast(value, dtype)
+        if initializers.returns_new_arrays(initializer):
+            value = _drawn(value, name, self.name)
         variable = Variable(value, trainable=trainable, name=name, dtype=dtype,
                             constraint=get_constraint(constraint, self.name),
                             synchronization=synchronization, aggregation=aggregation)
