@@ -32,7 +32,7 @@ def _glibc():
         libc = ctypes.CDLL(None)
         libc.gnu_get_libc_version
         libc.mallopt
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):   # not glibc (TypeError: Windows)
         return None
     libc.mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     libc.mallopt.restype = ctypes.c_int
