@@ -10,9 +10,10 @@ GPU_NAME = "/job:localhost/replica:0/task:0/device:GPU:0"
 
 
 def _seed_cnn():
-    # The seed CNN's architecture, narrowed: 8x8 images, 2 and 3 filters, 8 hidden units.
+    # The seed CNN's architecture, narrowed: 4x4 images, 2 and 3 filters, 8 hidden units (the
+    # simulated GPU runs a Python thread per element).
     return keras.Sequential([
-        keras.Input((8, 8, 1)),
+        keras.Input((4, 4, 1)),
         keras.layers.Conv2D(2, 3, padding="same", activation="relu"),
         keras.layers.MaxPooling2D(2),
         keras.layers.Conv2D(3, 3, padding="same", activation="relu"),
@@ -38,8 +39,8 @@ def _fit(device, images, labels):
 
 def test_fit_on_the_gpu_gives_the_cpu_weights_and_history(gpu):
     rng = np.random.default_rng(3)
-    images = rng.standard_normal((8, 8, 8, 1)).astype(np.float32)
-    labels = rng.integers(0, 4, 8)
+    images = rng.standard_normal((4, 4, 4, 1)).astype(np.float32)
+    labels = rng.integers(0, 4, 4)
     gpu_model, gpu_history, gpu_predictions = _fit("/GPU:0", images, labels)
     cpu_model, cpu_history, cpu_predictions = _fit("/CPU:0", images, labels)
     assert all(w.device == GPU_NAME for w in gpu_model.weights)
