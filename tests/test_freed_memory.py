@@ -28,7 +28,6 @@ for _ in range(5):
     faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 print(json.dumps(faults))
 """
-PAGES = 8 * (1 << 20) // os.sysconf("SC_PAGE_SIZE")
 
 
 def _faults_by_round(keep):
@@ -38,17 +37,19 @@ def _faults_by_round(keep):
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+# Counted against the first round's faults, not pages: with transparent huge pages always on, a
+# fault may map 2 MB.
 @glibc
 def test_a_step_reuses_the_pages_the_last_one_freed():
     faults = _faults_by_round("1")
-    assert faults[0] >= PAGES // 2          # the first round faults its pages in
-    assert max(faults[1:]) < PAGES // 20    # the later ones reuse them
+    assert faults[0] > 0                         # the first round faults its pages in
+    assert max(faults[1:]) <= faults[0] // 20    # the later ones reuse them
 
 
 @glibc
 def test_the_environment_can_leave_the_c_library_as_it_is():
     faults = _faults_by_round("0")
-    assert min(faults[1:]) >= PAGES // 2    # glibc's default: given back, faulted in again
+    assert min(faults[1:]) >= faults[0] // 2     # glibc's default: given back, faulted in again
 
 
 @glibc
