@@ -29,6 +29,7 @@ import re
 import sys
 import threading
 import warnings
+import weakref
 
 import numba
 from numba.core import sigutils, types
@@ -198,6 +199,24 @@ class _SealedFiles(IndexDataCacheFile):
 _COMPILER_LOCK = global_compiler_lock._lock   # (re-entrant: free to the thread holding it)
 
 
+_MAGIC_TUPLES = weakref.WeakKeyDictionary()   # codegen -> its magic_tuple()
+
+
+class _CodegenAskedOnce:
+    """What an index key asks of a codegen: its ``magic_tuple`` (the target, the host CPU's
+    name and features), which LLVM works out again at every call (about 80 us, and every
+    kernel load asks), asked once per codegen."""
+
+    def __init__(self, codegen):
+        self._codegen = codegen
+
+    def magic_tuple(self):
+        magic = _MAGIC_TUPLES.get(self._codegen)
+        if magic is None:
+            magic = _MAGIC_TUPLES[self._codegen] = self._codegen.magic_tuple()
+        return magic
+
+
 class _HealingCache(FunctionCache):
     """Numba's function cache in hybridtf's directory, whose damaged entries heal."""
 
@@ -217,6 +236,9 @@ class _HealingCache(FunctionCache):
             f"again.",
             KernelCacheWarning, stacklevel=2)
         self._cache_file.evict(damage.path)
+
+    def _index_key(self, sig, codegen):
+        return super()._index_key(sig, _CodegenAskedOnce(codegen))
 
     def load_overload(self, sig, target_context):
         compiled = self._load_overload(sig, target_context)

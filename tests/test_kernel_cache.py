@@ -21,7 +21,9 @@ import warnings
 
 import numpy as np
 import pytest
-from numba.core.registry import CPUDispatcher
+from numba.core import types
+from numba.core.caching import FunctionCache
+from numba.core.registry import CPUDispatcher, cpu_target
 
 import ops
 from ops import cache_directory, codegen, elementwise, kernel_cache, ufunc_loops
@@ -279,6 +281,25 @@ def test_numbas_runtime_is_set_up_during_the_import_and_a_fork_waits_for_it(warm
     source, cache = warm_cache
     report = _run_child(source, cache, child=RUNTIME_CHILD)
     assert report == {"thread": "hybridtf-runtime-setup", "set_up": True, "child_exit": 0}
+
+
+def test_an_index_key_is_numbas_and_asks_llvm_for_the_machine_once(monkeypatch):
+    """A kernel's index key is the one Numba's cache makes, but the codegen's description of
+    the machine (LLVM works the host CPU's name out at every call) is asked for once."""
+    def plus_one(x):
+        return x + 1
+    cache = kernel_cache.njit(plus_one)._cache
+    codegen = cpu_target.target_context.codegen()
+    signature = (types.float64,)
+    expected = FunctionCache._index_key(cache, signature, codegen)
+    asked = []
+    real = type(codegen).magic_tuple
+    monkeypatch.setattr(type(codegen), "magic_tuple",
+                        lambda self: asked.append(1) or real(self))
+    kernel_cache._MAGIC_TUPLES.pop(codegen, None)
+    keys = [cache._index_key(signature, codegen) for _ in range(3)]
+    assert keys == [expected] * 3
+    assert len(asked) == 1
 
 
 # ---- where the cache is, and who may write it --------------------------------------------------
