@@ -20,6 +20,8 @@ import weakref
 
 import numpy as np
 
+from ops import kernel_prefetch
+
 from hybridtf import autograph, compiler
 from hybridtf.api.array_ops import zeros_like
 from hybridtf.autograph import operators as autograph_operators
@@ -469,7 +471,12 @@ class Function:
                 positions = tuple(i for i, a in enumerate(args) if type(a) is Tensor)
                 if len(positions) == len(flat):
                     self._remember_fast(fast_key, (concrete, positions, trace_key))
-        return concrete.call_flat(flat)
+        first_call = concrete.__dict__.pop("_first_call", None)
+        try:
+            return concrete.call_flat(flat)
+        finally:
+            if first_call is not None:   # what it asked for, written down
+                first_call.finish()
 
     def get_concrete_function(self, *args, **kwargs):
         """The ConcreteFunction for these arguments (tensors, arrays or ``tf.TensorSpec`` s);
@@ -477,6 +484,9 @@ class Function:
         if not args and not kwargs and self._input_signature is not None:
             args = self._input_signature
         concrete, _, _ = self._concrete_for_call(args, kwargs)
+        first_call = concrete.__dict__.pop("_first_call", None)
+        if first_call is not None:   # not run here: the trace's kernels are its working set
+            first_call.finish()
         return concrete
 
     def _concrete_for_call(self, args, kwargs):
@@ -617,10 +627,37 @@ class Function:
                 and self._retracing_warnings < MAX_RETRACING_WARNINGS):
             self._retracing_warnings += 1
             self._warn_retracing(key)
-        concrete = self._trace(bound, trace_key_)
+        first_call = self._start_first_call(key) if self._tracing_count == 0 else None
+        try:
+            concrete = self._trace(bound, trace_key_)
+        except BaseException:
+            if first_call is not None:
+                first_call.finish()
+            raise
+        if first_call is not None:
+            concrete._first_call = first_call   # finished by its first call
         self._remember(trace_key_, concrete, relaxed=trace_key_ != key)
         self._last_key = key
         return trace_key_, concrete
+
+    def _start_first_call(self, key):
+        """A ``kernel_prefetch.FirstCall`` for the first trace, for call key ``key``: the
+        kernels the last process's first call of this function (with arguments of the same
+        dtypes and ranks, on objects of the same types) asked for load while this one traces;
+        None for a function without code.  (A later trace finds most of its kernels loaded.)"""
+        function = self._python_function
+        instance = ()
+        if isinstance(function, _WeakMethod):
+            instance = (_type_name(function._ref()),)
+            function = function.func
+        code = getattr(function, "__code__", None)
+        if code is None:
+            return None
+        closure = tuple(_type_name(_cell_contents(cell))
+                        for cell in getattr(function, "__closure__", None) or ())
+        return kernel_prefetch.FirstCall(kernel_prefetch.working_set_name(
+            code.co_filename, code.co_firstlineno, getattr(function, "__qualname__", ""),
+            instance, closure, tk.without_sizes(key)))
 
     def _warn_retracing(self, key):
         lines = tk.differences(self._last_key, key)
@@ -708,6 +745,18 @@ class Function:
         graph.output_leaves = leaves
         graph.structured_outputs = result
         return ConcreteFunction(self._name, graph, bound.signature, template, specs)
+
+
+def _type_name(value):
+    kind = type(value)
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _cell_contents(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:   # a free variable not yet assigned
+        return None
 
 
 class _WeakMethod:

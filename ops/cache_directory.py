@@ -3,11 +3,12 @@ and bounded in size.
 
 * Where: ``HYBRIDTF_CACHE_DIR``, or ``$XDG_CACHE_HOME/hybridtf`` (``~/.cache/hybridtf``); kernels
   in ``kernels/``, generated modules in ``generated/``, functions AutoGraph converted in
-  ``autograph/``.
+  ``autograph/``, the kernels each decorated function's first call asked for in
+  ``working_sets/`` (``ops.kernel_prefetch``).
 * Private: the kernel files are pickles, and loading a pickle runs code, so the directory must
   be writable only by its user.  Directories are created with mode 0o700 and files with 0o600;
   a cache directory that other users can write to gets a warning.
-* Bounded: the three together are kept under ``HYBRIDTF_CACHE_MAX_SIZE`` (default 1 GiB) by
+* Bounded: the four together are kept under ``HYBRIDTF_CACHE_MAX_SIZE`` (default 1 GiB) by
   deleting the entries used least recently.  The size is counted once per process and then only
   when this process writes; entries this process has loaded are never deleted by it.
 """
@@ -112,12 +113,13 @@ def _entry_key(path):
 
 
 class CacheDirectory:
-    """The bounded part of one cache directory (``kernels/``, ``generated/``, ``autograph/``):
-    what it holds, what this process uses, and when it must be trimmed."""
+    """The bounded part of one cache directory (``kernels/``, ``generated/``, ``autograph/``,
+    ``working_sets/``): what it holds, what this process uses, and when it must be trimmed."""
 
     def __init__(self, root):
         self.root = root
-        self.parts = [os.path.join(root, part) for part in ("kernels", "generated", "autograph")]
+        self.parts = [os.path.join(root, part) for part in ("kernels", "generated", "autograph",
+                                                           "working_sets")]
         self._lock = threading.Lock()
         self._in_use = set()    # entry keys this process has loaded or written
         self._size = None       # bytes by the last count, plus what this process wrote since

@@ -119,6 +119,21 @@ def lease_source(prefix, source):
             return lease
 
 
+def lease_stored(name):
+    """``lease_source`` of the generated module ``name`` (``<prefix>_<hash>``) as an earlier
+    process wrote it to the cache directory and compiled its kernels (``mark_compiled``);
+    None if there is no such module."""
+    prefix = name.rpartition("_")[0]
+    try:
+        with open(_module_path(name)) as f:
+            source = f.read()
+    except OSError:
+        return None
+    if _module_name(prefix, source) != name or not was_compiled(prefix, source):
+        return None
+    return lease_source(prefix, source)
+
+
 def leased_modules():
     """The names of the generated modules now leased, each with its number of leases."""
     with _LOCK:

@@ -32,6 +32,7 @@ import warnings
 import weakref
 
 import numba
+from llvmlite.binding import ffi as llvm_ffi
 from numba.core import sigutils, types
 from numba.core.caching import (CompileResultCacheImpl, FunctionCache, IndexDataCacheFile,
                                 NullCache, _CacheLocator, _SourceFileBackedLocatorMixin)
@@ -74,6 +75,25 @@ def _unsealed(path, blob):
     return payload
 
 
+def read_sealed(path):
+    """The payload of the sealed cache file ``path``, None if there is none; DamagedEntry if it
+    cannot be read or fails its check."""
+    try:
+        with open(path, "rb") as f:
+            blob = f.read()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as error:   # unreadable: treated as damaged (deleted, if it can be)
+        raise DamagedEntry(path, f"{type(error).__name__}: {error}") from error
+    return _unsealed(path, blob)
+
+
+def write_sealed(path, payload, cache=None):
+    """Writes ``payload`` to ``path`` with its tag and checksum (``write_file``: private, in one
+    step, counted against the size limit of ``cache``, by default the cache directory's)."""
+    write_file(path, _sealed(payload), cache)
+
+
 class _Locator(_SourceFileBackedLocatorMixin, _CacheLocator):
     """Caches the kernels of a source file in ``<cache_dir>/kernels/<its folder>_<hash>/``."""
 
@@ -105,11 +125,13 @@ class _Impl(CompileResultCacheImpl):
                                                      getattr(sys, "abiflags", ""))
 
     def reduce(self, cres):
-        # the names the code defines, kept so that a load need not parse its bitcode
-        return super().reduce(cres), cached_code.defined_names(cres.library)
+        # the names the code defines, kept so that a load need not parse its bitcode, and the
+        # run-time symbols it calls, so that a load need not search its bytes for them
+        reduced = super().reduce(cres)
+        return reduced, cached_code.defined_names(cres.library), _symbols_called(reduced)
 
     def rebuild(self, target_context, payload):
-        reduced, names = payload
+        reduced, names = payload[:2]
         return cached_code.rebuild(target_context, reduced, names)
 
 
@@ -121,23 +143,11 @@ class _SealedFiles(IndexDataCacheFile):
         self.directory = directory(root)
         self.base = os.path.join(cache_path, filename_base)
 
-    def _read(self, path):
-        """The payload of cache file ``path``, None if there is none; DamagedEntry if it
-        cannot be read or fails its check."""
-        try:
-            with open(path, "rb") as f:
-                blob = f.read()
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        except OSError as error:   # unreadable: treated as damaged (deleted, if it can be)
-            raise DamagedEntry(path, f"{type(error).__name__}: {error}") from error
-        return _unsealed(path, blob)
-
     def _write(self, path, payload):
-        write_file(path, _sealed(payload), self.directory)
+        write_sealed(path, payload, self.directory)
 
     def _load_index(self):
-        payload = self._read(self._index_path)
+        payload = read_sealed(self._index_path)
         if payload is None:
             return {}
         try:
@@ -155,7 +165,7 @@ class _SealedFiles(IndexDataCacheFile):
 
     def _load_data(self, name):
         path = self._data_path(name)
-        payload = self._read(path)
+        payload = read_sealed(path)
         if payload is None:
             return None
         try:
@@ -217,7 +227,7 @@ class _CodegenAskedOnce:
         return magic
 
 
-class _HealingCache(FunctionCache):
+class HealingCache(FunctionCache):
     """Numba's function cache in hybridtf's directory, whose damaged entries heal."""
 
     _impl_class = _Impl
@@ -228,6 +238,7 @@ class _HealingCache(FunctionCache):
         stamp = (self._impl.locator.get_source_stamp(), LIBRARY_DIGEST)
         self._cache_file = _SealedFiles(self._cache_path, self._impl.filename_base, stamp,
                                         self._impl.locator.root)
+        self._ahead = {}   # argument types -> CompileResult loaded ahead (load_ahead)
 
     def _evict(self, damage):
         warnings.warn(
@@ -241,7 +252,9 @@ class _HealingCache(FunctionCache):
         return super()._index_key(sig, _CodegenAskedOnce(codegen))
 
     def load_overload(self, sig, target_context):
-        compiled = self._load_overload(sig, target_context)
+        compiled = self._ahead.pop(_arg_types(sig), None) if self._ahead else None
+        if compiled is None:
+            compiled = self._load_overload(sig, target_context)
         if compiled is None:   # the dispatcher compiles now: said if it keeps the caller waiting
             compile_notice.compiling(
                 f"hybridtf: compiling kernels on their first use (now {_kernel_name(self._py_func)}"
@@ -265,17 +278,36 @@ class _HealingCache(FunctionCache):
             path, data = found
             _define_symbols(data)
             try:
-                return self._impl.rebuild(target_context, data)
+                with _untimed_llvm_calls():
+                    return self._impl.rebuild(target_context, data)
             except Exception as error:  # noqa: BLE001 - any failure to rebuild is a bad entry
                 raise DamagedEntry(path, f"{type(error).__name__}: {error}") from error
         except DamagedEntry as damage:
             self._evict(damage)
             return None   # the dispatcher compiles, then saves a fresh entry
 
+    def load_ahead(self, sig, target_context, installed=()):
+        """Loads the code for ``sig`` from the cache now and keeps it for the dispatcher's next
+        compile of ``sig``, which takes it instead of reading the cache (``ops.kernel_prefetch``
+        calls this on a thread of its own); never compiles, and loads nothing for argument
+        types in ``installed`` (the dispatcher's overloads).  Whether the code was loaded."""
+        arg_types = _arg_types(sig)
+        with global_compiler_lock:   # as the dispatcher's own load
+            if arg_types in installed:
+                return False
+            if arg_types not in self._ahead:
+                compiled = self._load_overload(sig, target_context)
+                if compiled is None:
+                    return False
+                self._ahead[arg_types] = compiled
+        return True
+
     def holds(self, sig, target_context):
         """Whether the cache has code for ``sig`` (a damaged entry counts as none)."""
         if not self._enabled:
             return False
+        if _arg_types(sig) in self._ahead:
+            return True
         try:
             return self._cache_file.has(self._index_key(sig, target_context.codegen()))
         except DamagedEntry:
@@ -293,6 +325,39 @@ class _HealingCache(FunctionCache):
                       f"hybridtf could not write its kernel cache in {self._cache_path} "
                       f"({error}); kernels compiled now will be compiled again by later "
                       f"processes. Set HYBRIDTF_CACHE_DIR to a directory you can write to.")
+
+
+def _arg_types(sig):
+    """The argument types of a signature (a Numba signature, or a tuple of types)."""
+    return tuple(sigutils.normalize_signature(sig)[0])
+
+
+# ---- which kernels a piece of work asks of the cache (ops.kernel_prefetch) --------------------
+_ASKED = []   # open records: lists of (Python function, signature), one per kernel asked for
+
+
+def start_recording():
+    """A list to which every kernel a dispatcher is asked to compile from now on (that is, to
+    load from the cache, compile, or defer: ``_announced``) is appended, as (its Python
+    function, its signature), until ``stop_recording`` (on any thread: a split op's parts load
+    their kernels where they run)."""
+    record = []
+    _ASKED.append(record)
+    return record
+
+
+def stop_recording(record):
+    with contextlib.suppress(ValueError):
+        _ASKED.remove(record)
+
+
+def _note_asked(py_func, sig):
+    for record in list(_ASKED):
+        if len(record) < _MAX_RECORDED:
+            record.append((py_func, sig))
+
+
+_MAX_RECORDED = 4096   # a record nobody stops (its work never ended) stays bounded
 
 
 # ---- symbols that kernels call by name ------------------------------------------------------
@@ -319,9 +384,18 @@ def _mentions(value, name):
     return False
 
 
+def _symbols_called(reduced):
+    """The registered symbols whose names the code of a cache entry mentions."""
+    return tuple(name for name in _SYMBOL_DEFINERS if _mentions(reduced, name))
+
+
 def _define_symbols(data):
-    for name, define in _SYMBOL_DEFINERS.items():
-        if _mentions(data, name):
+    """Defines the symbols the code of a cache entry (``_Impl.reduce``'s payload) calls: those
+    it lists, or those its bytes mention (an entry written without the list)."""
+    listed = data[2] if isinstance(data, tuple) and len(data) == 3 else _symbols_called(data)
+    for name in listed:
+        define = _SYMBOL_DEFINERS.get(name)
+        if define is not None:
             define()
 
 
@@ -350,6 +424,8 @@ def _announced(dispatcher, compile_method, cache):
     deferred instead."""
     @functools.wraps(compile_method)
     def compile(*args, **kwargs):
+        if _ASKED and args:   # asked for, whether it loads, compiles or is deferred
+            _note_asked(cache._py_func, args[0])
         if deferred_compiles.active():
             _defer_unless_ready(dispatcher, cache, args)
         with deferred_compiles.not_deferring(), compile_notice.compile_scope():
@@ -379,6 +455,46 @@ def _defer_unless_ready(dispatcher, cache, args):
             _COMPILER_LOCK.release()
             return
     raise deferred_compiles.KernelNotReady(_kernel_name(cache._py_func) + _signature_text(sig))
+
+
+# ---- LLVM calls left untimed while a kernel loads --------------------------------------------
+# Numba times every call into LLVM, raising its "numba:llvm_lock" event on entry and exit (for a
+# compile's statistics): about 4 us a call.  Rebuilding a kernel from the cache makes 35-40 such
+# calls, timed for nothing (a loaded kernel has no compile statistics).  Numba's two callbacks on
+# llvmlite's lock are wrapped so that they do nothing on a thread that is rebuilding a kernel.
+_rebuilding = threading.local()
+
+
+@contextlib.contextmanager
+def _untimed_llvm_calls():
+    outer = getattr(_rebuilding, "active", False)
+    _rebuilding.active = True
+    try:
+        yield
+    finally:
+        _rebuilding.active = outer
+
+
+def _skipped_while_rebuilding(callback):
+    def unless_rebuilding():
+        if not getattr(_rebuilding, "active", False):
+            callback()
+    unless_rebuilding.wraps_numba_timer = True
+    return unless_rebuilding
+
+
+def _wrap_numba_llvm_timers():
+    callbacks = getattr(getattr(getattr(llvm_ffi, "lib", None), "_lock", None), "_cblist", None)
+    if not isinstance(callbacks, list):
+        return   # another llvmlite: Numba's timing stays as it is
+    for i, (acquire, release) in enumerate(callbacks):
+        if ("_initialize_llvm_lock_event" in getattr(acquire, "__qualname__", "")
+                and not getattr(acquire, "wraps_numba_timer", False)):
+            callbacks[i] = (_skipped_while_rebuilding(acquire),
+                            _skipped_while_rebuilding(release))
+
+
+_wrap_numba_llvm_timers()
 
 
 # ---- Numba's runtime, set up while the import goes on ----------------------------------------
@@ -415,7 +531,7 @@ def _cached(dispatcher, attribute, py_func):
                   f"dispatchers have no {attribute!r} cache); kernels are compiled in every "
                   f"process.")
         return
-    cache = _HealingCache(py_func)
+    cache = HealingCache(py_func)
     setattr(dispatcher, attribute, cache)
     dispatcher.compile = _announced(dispatcher, dispatcher.compile, cache)
 

@@ -349,12 +349,12 @@ def test_every_ops_kernel_uses_the_healing_cache():
                    and value.py_func.__module__ == module.__name__]
     assert len(dispatchers) > 50
     plain = [d.py_func.__qualname__ for d in dispatchers
-             if not isinstance(d._cache, kernel_cache._HealingCache)]
+             if not isinstance(d._cache, kernel_cache.HealingCache)]
     assert plain == []
     add = elementwise.kernels("add")
-    assert isinstance(add.loop_as._cache, kernel_cache._HealingCache)
+    assert isinstance(add.loop_as._cache, kernel_cache.HealingCache)
     loop = kernel_cache.cfunc(ufunc_loops.LOOP_SIGNATURE)(add.ufunc_loop_float64)
-    assert isinstance(loop._cache, kernel_cache._HealingCache)
+    assert isinstance(loop._cache, kernel_cache.HealingCache)
 
 
 def test_a_cache_directory_that_cannot_be_written_warns_once_and_kernels_still_run(
@@ -525,3 +525,24 @@ def test_a_helper_called_with_constants_compiles_once_for_their_plain_types():
     for start in (types.IntegerLiteral(0), types.IntegerLiteral(1), types.int64):
         _sum_from.get_call_template((array, start), {})
     assert _sum_from.signatures == [(array, types.int64)]
+
+
+def test_llvm_calls_are_untimed_only_while_a_kernel_is_rebuilt():
+    """Numba's "numba:llvm_lock" event (4 us a call into LLVM) is not raised for the calls of a
+    kernel's rebuild from the cache, whose times Numba discards; elsewhere it is."""
+    from llvmlite import binding as llvm
+    from numba.core import event
+
+    def events(untimed):
+        with event.install_recorder("numba:llvm_lock") as recorder:
+            if untimed:
+                with kernel_cache._untimed_llvm_calls():
+                    llvm.get_process_triple()
+            else:
+                llvm.get_process_triple()
+        return len(recorder.buffer)
+
+    timed = events(untimed=False)
+    assert timed > 0 and timed % 2 == 0   # each call's start and end
+    assert events(untimed=True) == 0
+    assert events(untimed=False) == timed

@@ -121,6 +121,23 @@ def call_key(pairs):
     return tuple((name, key_of(value)) for name, value in pairs)
 
 
+def without_sizes(key):
+    """``key`` (a call's, or one argument's) with each tensor's shape reduced to its rank and
+    each object's identity to its type: what calls of one function with other sizes, or in
+    another process, have in common (``ops.kernel_prefetch`` keys working sets by it)."""
+    if isinstance(key, TensorKey):
+        return TensorKey(key.dtype, None if key.shape is None else len(key.shape))
+    if isinstance(key, IdentityKey):
+        return IdentityKey(key.type_name, 0)
+    if isinstance(key, ValueKey):
+        return key
+    if isinstance(key, StructureKey):
+        return StructureKey(key.kind, without_sizes(key.items))
+    if isinstance(key, tuple):
+        return tuple(without_sizes(item) for item in key)
+    return key
+
+
 # ---- shape relaxation (reduce_retracing) ---------------------------------------------------------
 def relax(old, new):
     """The most specific key covering both, when they differ only in tensor dimensions.
