@@ -130,7 +130,12 @@ class FirstCall:
                                             daemon=True, name="hybridtf-kernels-ahead")
             _SWITCHING.begin()
             _LOADING.add(self)
-            self._thread.start()
+            try:
+                self._thread.start()
+            except RuntimeError:   # no thread to be had: the call loads its kernels itself
+                self._thread = None
+                _LOADING.discard(self)
+                _SWITCHING.end()
 
     def finish(self):
         """Stops loading ahead and recording; writes the kernels asked for down if they
