@@ -121,8 +121,11 @@ class _Impl(CompileResultCacheImpl):
         self._locator = _Locator(py_func, source)
         qualname = getattr(py_func, "__qualname__", py_func.__name__)
         module = os.path.splitext(os.path.basename(source))[0]
-        self._filename_base = self.get_filename_base(f"{module}.{qualname}",
-                                                     getattr(sys, "abiflags", ""))
+        # The library's hash in the files' names as well as in their stamp: an index holds the
+        # entries of one version of the library, and each version keeps its own, so that going
+        # back to a version (two installs sharing the directory) finds its kernels compiled.
+        self._filename_base = self.get_filename_base(
+            f"{module}.{qualname}", getattr(sys, "abiflags", "")) + "." + LIBRARY_DIGEST[:12]
 
     def reduce(self, cres):
         # the names the code defines, kept so that a load need not parse its bitcode, and the

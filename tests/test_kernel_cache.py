@@ -546,3 +546,24 @@ def test_llvm_calls_are_untimed_only_while_a_kernel_is_rebuilt():
     assert timed > 0 and timed % 2 == 0   # each call's start and end
     assert events(untimed=True) == 0
     assert events(untimed=False) == timed
+
+
+def test_each_version_of_the_library_keeps_its_own_kernels(warm_cache, tmp_path):
+    """An index holds one library version's entries: after another version compiled its own,
+    going back (two installs sharing one cache directory) still finds the first's kernels."""
+    source, pristine = warm_cache
+    cache = tmp_path / "cache"
+    shutil.copytree(pristine, cache)
+    versioned = ("import sys, ops.library_digest\n"
+                 "ops.library_digest.LIBRARY_DIGEST = sys.argv.pop() * 64\n")
+
+    def run(version):
+        done = subprocess.run([sys.executable, "-c", versioned + CHILD, str(source), version],
+                              env=_child_env(cache), capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    for version, cached in (("a", False), ("b", False), ("a", True), ("b", True)):
+        report = run(version)
+        assert report["results"] == EXPECTED and report["warnings"] == []
+        assert all((hits > 0) == cached for hits in report["hits"].values()), (version, report)
