@@ -12,9 +12,9 @@ of its own while it traces (``FirstCall``).
 
 * Loading holds Python's GIL much of the time, and so does tracing; what overlaps is the loads'
   LLVM and file work and the trace's work outside the GIL (its random draws, the fills of the
-  optimizer's slots, their page faults).  While kernels load ahead, the interpreter's switch
-  interval is cut to ``SWITCH_INTERVAL_S``, so that the loading thread gets the GIL back soon
-  after each call into LLVM instead of up to 5 ms later.
+  optimizer's slots, their page faults).  (Cutting the interpreter's switch interval meanwhile
+  made the overlap larger, but a process-wide setting exposes other threads' races -- Numba's
+  CUDA simulator swaps module globals per simulated thread -- so it is left alone.)
 * A kernel loaded ahead is kept aside (``kernel_cache.HealingCache.load_ahead``) until its
   dispatcher asks the cache for it: a working set that names kernels the function no longer
   needs costs background work only, and the next working set names only what was asked for.
@@ -34,7 +34,6 @@ import weakref
 from ops import codegen, kernel_cache
 from ops.cache_directory import cache_dir
 
-SWITCH_INTERVAL_S = 1e-4   # 5 ms by default; 0.5 ms cut the seed CNN's first step less
 _PART = "working_sets"
 _GENERATED = "hybridtf_generated."
 _GENERATED_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*_[0-9a-f]{16}")
@@ -72,31 +71,6 @@ def write_working_set(name, entries):
         kernel_cache.write_sealed(_path(name), pickle.dumps(entries, protocol=4))
 
 
-class _FasterSwitching:
-    """The interpreter's switch interval, cut while any thread loads ahead, then restored
-    (unless someone set another meanwhile)."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._users = 0
-        self._saved = self._ours = None
-
-    def begin(self):
-        with self._lock:
-            if self._users == 0:
-                self._saved = sys.getswitchinterval()
-                sys.setswitchinterval(min(self._saved, SWITCH_INTERVAL_S))
-                self._ours = sys.getswitchinterval()   # as the interpreter rounds it
-            self._users += 1
-
-    def end(self):
-        with self._lock:
-            self._users -= 1
-            if self._users == 0 and sys.getswitchinterval() == self._ours:
-                sys.setswitchinterval(self._saved)
-
-
-_SWITCHING = _FasterSwitching()
 _LOADING = weakref.WeakSet()   # the FirstCalls whose thread may still be loading
 
 
@@ -128,14 +102,12 @@ class FirstCall:
         if self._previous:
             self._thread = threading.Thread(target=self._load_ahead, args=(self._previous,),
                                             daemon=True, name="hybridtf-kernels-ahead")
-            _SWITCHING.begin()
             _LOADING.add(self)
             try:
                 self._thread.start()
             except RuntimeError:   # no thread to be had: the call loads its kernels itself
                 self._thread = None
                 _LOADING.discard(self)
-                _SWITCHING.end()
 
     def finish(self):
         """Stops loading ahead and recording; writes the kernels asked for down if they
@@ -177,7 +149,6 @@ class FirstCall:
                 except Exception:  # noqa: BLE001 - the call loads (or compiles) it itself
                     continue
         finally:
-            _SWITCHING.end()
             _LOADING.discard(self)
             del leases
 

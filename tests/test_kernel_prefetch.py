@@ -151,34 +151,6 @@ def test_a_damaged_working_set_is_deleted_and_ignored(tmp_path, monkeypatch, dam
     assert not path.exists()
 
 
-def test_the_switch_interval_is_cut_while_loading_ahead_and_restored(tmp_path, monkeypatch):
-    monkeypatch.setenv("HYBRIDTF_CACHE_DIR", str(tmp_path))
-    kernel_prefetch.write_working_set("w", [("module_never_imported", "f", ())])
-    before = sys.getswitchinterval()
-    first = kernel_prefetch.FirstCall("w")
-    first.wait()
-    assert sys.getswitchinterval() == before
-    first.finish()
-
-    intervals = []
-    switching = kernel_prefetch._FasterSwitching()
-    switching.begin()
-    intervals.append(sys.getswitchinterval())
-    switching.begin()
-    switching.end()
-    intervals.append(sys.getswitchinterval())
-    switching.end()
-    assert intervals[0] == intervals[1] == pytest.approx(
-        min(before, kernel_prefetch.SWITCH_INTERVAL_S))
-    assert sys.getswitchinterval() == before
-
-    switching.begin()   # someone else's setting meanwhile stays
-    sys.setswitchinterval(0.002)
-    switching.end()
-    assert sys.getswitchinterval() == pytest.approx(0.002)
-    sys.setswitchinterval(before)
-
-
 def test_working_sets_are_keyed_without_sizes():
     def key(*args):
         return tk.without_sizes(tk.call_key(list(zip("abcd", args))))
