@@ -16,7 +16,7 @@ import weakref
 
 from ops import cache_directory
 from ops.cache_directory import cache_dir
-from ops.library_digest import LIBRARY_DIGEST
+from ops.library_digest import COMPILED_FOR, LIBRARY_DIGEST
 
 _LOCK = threading.Lock()
 _MODULES = {}
@@ -44,19 +44,35 @@ def _module_path(name):
     return os.path.join(cache_dir(), "generated", name + ".py")
 
 
+# A mark holds the environment its kernels were compiled for (``COMPILED_FOR``): a module
+# another Python, Numba or NumPy compiled (a cache directory shared by two environments) is one
+# to compile again, with its first call on the graph interpreter meanwhile, not one to load
+# while the caller waits for every kernel to compile.
+_MARK = COMPILED_FOR.encode()
+
+
+def _read_mark(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
 def mark_compiled(prefix, source):
     """Records that the kernels of module ``source`` were compiled into the cache (after its
     first complete warm-up), so that a later process finds them with ``was_compiled``."""
     path = _module_path(_module_name(prefix, source)) + cache_directory.COMPILED_MARK
-    if not os.path.exists(path):
-        cache_directory.write_file(path, b"")
+    if _read_mark(path) != _MARK:
+        cache_directory.write_file(path, _MARK)
 
 
 def was_compiled(prefix, source):
-    """Whether the kernels of module ``source`` were compiled into the cache before (by this
-    process or an earlier one: ``mark_compiled``), so that loading them is quick."""
+    """Whether the kernels of module ``source`` were compiled into the cache before, in this
+    environment (by this process or an earlier one: ``mark_compiled``), so that loading them
+    is quick."""
     path = _module_path(_module_name(prefix, source))
-    return os.path.exists(path) and os.path.exists(path + cache_directory.COMPILED_MARK)
+    return os.path.exists(path) and _read_mark(path + cache_directory.COMPILED_MARK) == _MARK
 
 
 def load_source(prefix, source):

@@ -42,7 +42,7 @@ from numba.core.registry import cpu_target
 from numba.core.runtime import rtsys
 
 from ops import cached_code, compile_notice, deferred_compiles
-from ops.library_digest import LIBRARY_DIGEST
+from ops.library_digest import COMPILED_FOR, LIBRARY_DIGEST
 from ops.cache_directory import (KernelCacheWarning, cache_dir, directory, make_private_dirs,
                                  warn_once, write_file)
 
@@ -94,15 +94,37 @@ def write_sealed(path, payload, cache=None):
     write_file(path, _sealed(payload), cache)
 
 
+_LIBRARY_ROOT = os.path.dirname(os.path.abspath(__file__))   # the kernel library: ops/
+
+
 class _Locator(_SourceFileBackedLocatorMixin, _CacheLocator):
-    """Caches the kernels of a source file in ``<cache_dir>/kernels/<its folder>_<hash>/``."""
+    """Caches the kernels of a source file in ``<cache_dir>/kernels/<its folder>_<hash>/``.
+
+    Numba's own locator names a file's folder by its full path and stamps its entries with the
+    file's modification time.  For the kernel library's files, both are taken from what the
+    library is instead of where it lies: the folder's place inside the library (and
+    ``COMPILED_FOR``: an index holds one Numba's entries), and the library's hash
+    (``ops.library_digest``).  So installs of one version that share a cache directory (two
+    virtual environments, a reinstall, a copied environment) share its kernels, where each
+    used to compile them all again -- and a generated module that another install compiled, its
+    kernels found but the library's not, kept its first call waiting 20 s for them."""
 
     def __init__(self, py_func, py_file):
         self._py_file = py_file
         self._lineno = py_func.__code__.co_firstlineno
         self.root = cache_dir()
-        self._cache_path = os.path.join(self.root, "kernels",
-                                        self.get_suitable_cache_subpath(py_file))
+        folder = os.path.dirname(os.path.abspath(py_file))
+        self._in_library = (folder + os.sep).startswith(_LIBRARY_ROOT + os.sep)
+        if self._in_library:
+            place = os.path.relpath(folder, os.path.dirname(_LIBRARY_ROOT))
+            where = hashlib.sha1(f"{place}\0{COMPILED_FOR}".encode())
+            subpath = os.path.basename(folder) + "_" + where.hexdigest()
+        else:
+            subpath = self.get_suitable_cache_subpath(py_file)
+        self._cache_path = os.path.join(self.root, "kernels", subpath)
+
+    def get_source_stamp(self):
+        return LIBRARY_DIGEST if self._in_library else super().get_source_stamp()
 
     def get_cache_path(self):
         return self._cache_path

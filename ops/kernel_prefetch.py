@@ -111,7 +111,7 @@ class FirstCall:
 
     def finish(self):
         """Stops loading ahead and recording; writes the kernels asked for down if they
-        differ from the last ones.  Idempotent."""
+        differ from the last ones (in more than their order).  Idempotent."""
         if self._finished:
             return
         self._finished = True
@@ -120,7 +120,9 @@ class FirstCall:
         asked = list(dict.fromkeys(
             (f.__module__, f.__qualname__, sig) for f, sig in self._record
             if isinstance(getattr(f, "__module__", None), str)))
-        if asked and asked != self._previous:
+        # The same kernels in another order (the kernel threads ask for theirs as they run)
+        # are not written again: each write also counts the cache directory's size.
+        if asked and set(asked) != set(self._previous):
             write_working_set(self._name, asked)
 
     def stop(self):

@@ -1,4 +1,5 @@
-"""A hash of the kernel library's sources (every ``.py`` file under ``ops/``).
+"""A hash of the kernel library's sources (every ``.py`` file under ``ops/``), and what else
+compiled kernels depend on.
 
 Numba's cache notices a change to the file of the function it compiled, not to the functions
 it calls from other files (``ops.fast_exp``'s exp inlined into a softmax kernel, the scalar
@@ -8,6 +9,10 @@ stale code.
 """
 import hashlib
 import os
+import sys
+
+import numba
+import numpy
 
 
 def _digest():
@@ -24,3 +29,10 @@ def _digest():
 
 
 LIBRARY_DIGEST = _digest()
+
+
+# What compiled kernels depend on besides the library: Numba's cache files hold the code of one
+# Python, Numba and NumPy (its index is dropped under another Numba).  Cache directories
+# shared by environments that differ in these keep their kernels apart by it.
+COMPILED_FOR = (f"python {sys.version_info[0]}.{sys.version_info[1]}{getattr(sys, 'abiflags', '')}"
+                f" numba {numba.__version__} numpy {numpy.__version__}")

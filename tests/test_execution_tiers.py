@@ -220,6 +220,21 @@ def test_a_module_counts_as_compiled_only_after_its_warm_up_completed():
     assert compiler.prepare(graph).stored
 
 
+def test_a_module_compiled_in_another_environment_is_compiled_again(monkeypatch):
+    # A cache directory shared by two environments (another Numba, NumPy or Python): a module
+    # the other one compiled is not loaded with the caller waiting for every kernel to compile;
+    # its first call runs on the interpreter while it compiles in the background.
+    graph = tf.function(lambda x: tf.cos(x) * 0.625 + x).get_concrete_function(
+        tf.TensorSpec([3], tf.float64)).graph
+    compiler.prepare(graph).finish()
+    assert compiler.prepare(graph).stored
+    from ops import codegen
+    monkeypatch.setattr(codegen, "_MARK", b"python 3.11 numba 0.0 numpy 0.0")
+    assert not compiler.prepare(graph).stored
+    compiler.prepare(graph).finish()         # compiled here: marked for this environment
+    assert compiler.prepare(graph).stored
+
+
 def test_the_interpreter_frees_each_intermediate_after_its_last_reader():
     """A chain of ten elementwise steps on an 8 MB array holds a few arrays at a time, not
     all ten (each dead intermediate is freed, and the next one reuses its memory)."""

@@ -567,3 +567,44 @@ def test_each_version_of_the_library_keeps_its_own_kernels(warm_cache, tmp_path)
         report = run(version)
         assert report["results"] == EXPECTED and report["warnings"] == []
         assert all((hits > 0) == cached for hits in report["hits"].values()), (version, report)
+
+
+# A library kernel's first call in a process whose ``ops`` is the copy at sys.argv[1].
+INSTALL_CHILD = '''
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from ops import diagonals
+assert diagonals.__file__.startswith(sys.argv[1]), diagonals.__file__
+value = diagonals.diagonal_length(3, 4, 1)
+stats = diagonals.diagonal_length.stats
+print(json.dumps({"value": value, "hits": sum(stats.cache_hits.values()),
+                  "misses": sum(stats.cache_misses.values())}))
+'''
+
+
+def test_installs_of_one_library_share_its_kernels(tmp_path):
+    """The kernel library's kernels are cached by what the library is, not where it lies or
+    when its files were written: a second install of the same sources (another virtual
+    environment, a reinstall) loads what the first compiled; changed sources compile anew."""
+    installs = {}
+    for name in ("first", "second", "changed"):
+        installs[name] = tmp_path / name
+        # shutil.copy: new modification times, as a fresh install has
+        shutil.copytree(ROOT / "ops", installs[name] / "ops", copy_function=shutil.copy,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    with open(installs["changed"] / "ops" / "diagonals.py", "a") as f:
+        f.write("\n# changed\n")
+    cache = tmp_path / "cache"
+
+    def run(name):
+        done = subprocess.run([sys.executable, "-c", INSTALL_CHILD, str(installs[name])],
+                              env=_child_env(cache), capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        report = json.loads(done.stdout.strip().splitlines()[-1])
+        assert report["value"] == 3
+        return report["hits"], report["misses"]
+
+    assert run("first") == (0, 1)
+    assert run("second") == (1, 0)
+    assert run("changed") == (0, 1)

@@ -11,6 +11,7 @@ import pickle
 import subprocess
 import sys
 import textwrap
+import types
 
 import numpy as np
 import pytest
@@ -149,6 +150,27 @@ def test_a_damaged_working_set_is_deleted_and_ignored(tmp_path, monkeypatch, dam
     first = kernel_prefetch.FirstCall("damaged")
     first.finish()   # nothing asked for: nothing written
     assert not path.exists()
+
+
+def test_a_working_set_is_written_again_only_when_its_kernels_change(tmp_path, monkeypatch):
+    monkeypatch.setenv("HYBRIDTF_CACHE_DIR", str(tmp_path))
+    a, b = (("module_never_imported", name, ()) for name in "ab")
+    written = []
+    write = kernel_prefetch.write_working_set
+    monkeypatch.setattr(kernel_prefetch, "write_working_set",
+                        lambda name, entries: (written.append(entries), write(name, entries)))
+
+    def first_call(*asked):
+        first = kernel_prefetch.FirstCall("order")
+        first._record.extend((types.SimpleNamespace(__module__=m, __qualname__=q), sig)
+                             for m, q, sig in asked)
+        first.finish()
+        return kernel_prefetch.read_working_set("order")
+
+    assert first_call(a, b) == [a, b] and written == [[a, b]]
+    assert first_call(b, a) == [a, b] and len(written) == 1   # the same kernels: kept as is
+    assert first_call(b) == [b] and written[-1] == [b]        # one fewer: written again
+    assert first_call(b, a) == [b, a] and written[-1] == [b, a]
 
 
 def test_working_sets_are_keyed_without_sizes():
