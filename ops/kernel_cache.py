@@ -107,7 +107,8 @@ class _Locator(_SourceFileBackedLocatorMixin, _CacheLocator):
     (``ops.library_digest``).  So installs of one version that share a cache directory (two
     virtual environments, a reinstall, a copied environment) share its kernels, where each
     used to compile them all again -- and a generated module that another install compiled, its
-    kernels found but the library's not, kept its first call waiting 20 s for them."""
+    kernels found but the library's not, kept its first call waiting for them (the seed CNN's:
+    17.6 s, measured)."""
 
     def __init__(self, py_func, py_file):
         self._py_file = py_file
