@@ -440,6 +440,20 @@ def not_equal(x, y):
 
 
 @_jit
+def tanh_grad(y, dy):
+    """The gradient through tanh from its output y and the gradient dy of that output (TF's
+    TanhGrad): one pass instead of three ops."""
+    return dy * (type(y)(1) - y * y)
+
+
+@_jit
+def sigmoid_grad(y, dy):
+    """The gradient through sigmoid from its output y and the gradient dy of that output (TF's
+    SigmoidGrad)."""
+    return dy * y * (type(y)(1) - y)
+
+
+@_jit
 def less(x, y):
     return x < y
 
@@ -505,7 +519,7 @@ SCALAR_OPS = {
     **_table(2, SINGLE_AND_DOUBLE, "polygamma"),
     **_table(2, NUMERIC, "add subtract multiply floordiv floormod power maximum minimum "
                          "squared_difference"),
-    **_table(2, FLOATS, "divide"),
+    **_table(2, FLOATS, "divide tanh_grad sigmoid_grad"),
     **_table(2, ALL, "equal not_equal", bool_output=True),
     **_table(2, NUMERIC, "less less_equal greater greater_equal", bool_output=True),
     **_table(2, BOOL, "logical_and logical_or logical_xor", bool_output=True),
@@ -602,6 +616,14 @@ def _rsqrt(x):
     return (1 / np.sqrt(x))[()]
 
 
+def _tanh_grad(y, dy):
+    return (dy * (y.dtype.type(1) - y * y))[()]
+
+
+def _sigmoid_grad(y, dy):
+    return (dy * y * (y.dtype.type(1) - y))[()]
+
+
 # Bit for bit on every dtype the op takes (integers wrap as the kernels do): IEEE's exactly
 # rounded operations, comparisons, selections and integer arithmetic.
 _EXACT = {
@@ -611,6 +633,7 @@ _EXACT = {
     "less_equal": np.less_equal, "greater": np.greater, "greater_equal": np.greater_equal,
     "select": _select, "logical_not": np.logical_not, "logical_and": np.logical_and,
     "logical_or": np.logical_or, "logical_xor": np.logical_xor,
+    "tanh_grad": _tanh_grad, "sigmoid_grad": _sigmoid_grad,
 }
 # On float32 and float64: exact for sqrt, divide and the roundings, within a few units in the
 # last place for the others (NumPy's exp, log and tanh are not the kernels').

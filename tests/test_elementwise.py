@@ -9,6 +9,7 @@ from hypothesis.extra import numpy as hnp
 
 import hybridtf as tf
 from gradcheck import broadcastable_pair, check_gradients
+from hybridtf.api import math_ops
 
 
 def _sigmoid(x):
@@ -53,6 +54,9 @@ BINARY = {
     "minimum": (tf.minimum, np.minimum, (-3, 3), (-3, 3)),
     "squared_difference": (tf.math.squared_difference, lambda x, y: (x - y) ** 2, (-3, 3), (-3, 3)),
     "floormod": (tf.math.floormod, np.mod, (-3, 3), (0.5, 3)),
+    # the gradients through tanh and sigmoid (TF's TanhGrad, SigmoidGrad), of the output y
+    "tanh_grad": (math_ops.tanh_grad, lambda y, dy: dy * (1 - y * y), (-1, 1), (-3, 3)),
+    "sigmoid_grad": (math_ops.sigmoid_grad, lambda y, dy: dy * y * (1 - y), (0, 1), (-3, 3)),
 }
 
 COMPARISONS = {
@@ -90,6 +94,33 @@ def test_unary_gradient(name, data):
     if name == "relu":
         assume(np.all(np.abs(x) > 1e-3))
     check_gradients(fn, ref, [x])
+
+
+@pytest.mark.parametrize("fn, grad_op", [(tf.tanh, "tanh_grad"), (tf.sigmoid, "sigmoid_grad")])
+def test_tanh_and_sigmoid_gradients_are_one_op_and_differentiable_again(fn, grad_op):
+    """Their gradients are one op each (not three), in a trace as on the tape, and the
+    second derivative through that op matches finite differences."""
+    x = np.linspace(-2.0, 2.0, 7)
+    with tf.GradientTape() as outer:
+        xt = tf.constant(x)
+        outer.watch(xt)
+        with tf.GradientTape() as inner:
+            inner.watch(xt)
+            y = fn(xt)
+        dy = inner.gradient(y, xt)
+    d2y = outer.gradient(dy, xt).numpy()
+    f = {"tanh_grad": np.tanh, "sigmoid_grad": _sigmoid}[grad_op]
+    first = lambda v: (f(v + 1e-5) - f(v - 1e-5)) / 2e-5   # noqa: E731
+    np.testing.assert_allclose(d2y, (first(x + 1e-4) - first(x - 1e-4)) / 2e-4, atol=1e-5)
+
+    def gradient(v):
+        with tf.GradientTape() as tape:
+            tape.watch(v)
+            out = fn(v)
+        return tape.gradient(out, v)
+    graph = tf.function(gradient).get_concrete_function(tf.TensorSpec([3], tf.float32)).graph
+    ops = [node.op.name for node in graph.nodes]
+    assert ops.count(grad_op) == 1 and "multiply" not in ops and "subtract" not in ops, ops
 
 
 @pytest.mark.parametrize("name", ["sign", "floor", "ceil", "round"])

@@ -197,6 +197,17 @@ def sigmoid(x, name=None):
     return execute_unary(E.SIGMOID, x)
 
 
+def tanh_grad(y, dy, name=None):
+    """dy * (1 - y * y): the gradient through tanh of its output y, given the gradient dy of
+    that output (TF's raw op TanhGrad; gradient rules call it)."""
+    return execute_binary(E.TANH_GRAD, y, dy)
+
+
+def sigmoid_grad(y, dy, name=None):
+    """dy * y * (1 - y): the gradient through sigmoid of its output y (TF's SigmoidGrad)."""
+    return execute_binary(E.SIGMOID_GRAD, y, dy)
+
+
 def softplus(features, name=None):
     return execute_unary(E.SOFTPLUS, features)
 

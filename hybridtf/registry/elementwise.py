@@ -232,8 +232,14 @@ EXP = define("exp", _unary_grad(lambda g, x, y: g * y))
 EXPM1 = define("expm1", _unary_grad(lambda g, x, y: g * (y + 1.0)))
 LOG = define("log", _unary_grad(lambda g, x, y: g / x))
 LOG1P = define("log1p", _unary_grad(lambda g, x, y: g / (x + 1.0)))
-TANH = define("tanh", _unary_grad(lambda g, x, y: g * (1.0 - y * y)))
-SIGMOID = define("sigmoid", _unary_grad(lambda g, x, y: g * y * (1.0 - y)))
+# Their gradients are ops of their own, as TF's TanhGrad and SigmoidGrad: one pass over the
+# arrays where ``g * (1 - y * y)`` makes three, with the same roundings in the same order.
+TANH = define("tanh", _unary_grad(lambda g, x, y: M.tanh_grad(y, g)))
+SIGMOID = define("sigmoid", _unary_grad(lambda g, x, y: M.sigmoid_grad(y, g)))
+TANH_GRAD = define("tanh_grad", _binary_grad(lambda g, y, dy, z: g * -2.0 * y * dy,
+                                             lambda g, y, dy, z: M.tanh_grad(y, g)))
+SIGMOID_GRAD = define("sigmoid_grad", _binary_grad(
+    lambda g, y, dy, z: g * dy * (1.0 - 2.0 * y), lambda g, y, dy, z: M.sigmoid_grad(y, g)))
 SOFTPLUS = define("softplus", _unary_grad(lambda g, x, y: g * M.sigmoid(x)))
 SIN = define("sin", _unary_grad(lambda g, x, y: g * M.cos(x)))
 COS = define("cos", _unary_grad(lambda g, x, y: -g * M.sin(x)))
