@@ -364,6 +364,20 @@ def divide(x, y):
 
 
 @_jit
+def tanh_grad(y, dy):
+    """The gradient through tanh from its output y and the gradient dy of that output (TF's
+    TanhGrad): one pass instead of three ops."""
+    return dy * (type(y)(1) - y * y)
+
+
+@_jit
+def sigmoid_grad(y, dy):
+    """The gradient through sigmoid from its output y and the gradient dy of that output (TF's
+    SigmoidGrad)."""
+    return dy * y * (type(y)(1) - y)
+
+
+@_jit
 def floordiv(x, y):
     return x // y
 
@@ -437,20 +451,6 @@ def equal(x, y):
 @_jit
 def not_equal(x, y):
     return x != y
-
-
-@_jit
-def tanh_grad(y, dy):
-    """The gradient through tanh from its output y and the gradient dy of that output (TF's
-    TanhGrad): one pass instead of three ops."""
-    return dy * (type(y)(1) - y * y)
-
-
-@_jit
-def sigmoid_grad(y, dy):
-    """The gradient through sigmoid from its output y and the gradient dy of that output (TF's
-    SigmoidGrad)."""
-    return dy * y * (type(y)(1) - y)
 
 
 @_jit
