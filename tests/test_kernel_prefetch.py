@@ -196,9 +196,12 @@ from ops import kernel_prefetch
 
 started = []
 class Recorded(kernel_prefetch.FirstCall):
+    # The call waits for the loading to end: which thread gets a kernel first is otherwise
+    # a race (on a busy machine the call can load them all itself, or finish first).
     def __init__(self, name):
         super().__init__(name)
         started.append(self)
+        self.wait()
 kernel_prefetch.FirstCall = Recorded
 
 class Model:
@@ -215,7 +218,6 @@ model = Model()
 value = float(model.loss(x))
 expected = float(np.sum(np.tanh(x.astype(np.float64) @ model.w.numpy()) * 2 + 1))
 first, = started
-first.wait()
 print(json.dumps({"value": value, "expected": expected,
                   "loaded_ahead": [[m, q] for m, q, _ in first.loaded_ahead]}))
 '''
