@@ -14,6 +14,10 @@ The kernels that split their work this way are ``nogil=True``, so their parts ru
   and so does a caller waiting for its parts, then it polls with sleeps: a train step splits a
   dozen kernels, and waking a blocked thread costs 20-700 us on a virtual machine, more the
   longer its core was idle (measured); likewise for the GIL (see "waiting" below).
+* A product on ``ops.tile_gemm``'s tiles is split into product parts (``split_product``): each is
+  a compiled call with its operands' addresses (``ops.native_parts``) that a pool thread runs in
+  its nogil wait, with no trip through the interpreter, and that the caller runs itself if the
+  thread has not started it by the time the caller's own part is done.
 * BLAS has one owner (see "BLAS" below): the BLAS that kernels call runs on one thread, but for
   a large product on the free cores, and never on more than one while parts of a split run.
 * A forked child starts with no pool (the parent's threads do not exist there).
@@ -52,7 +56,7 @@ from numba import types
 from numba.np.linalg import ensure_blas
 from threadpoolctl import ThreadpoolController
 
-from ops import deferred_compiles
+from ops import deferred_compiles, native_parts
 from ops.kernel_cache import njit
 
 _state = threading.local()   # .in_pool: True on the pool's own threads
@@ -107,6 +111,7 @@ def num_threads():
 LOAD_SAMPLE_S = 0.02
 LOAD_WINDOW_S = 0.1
 _busy_samples = []   # [(when, cores other processes' threads need then)], the last window's
+_busiest = 0         # the most of them
 
 
 def _runnable_threads():
@@ -134,7 +139,7 @@ def busy_cores():
     """The usable cores that threads of other processes need now: the most of the samples of
     the last LOAD_WINDOW_S (this process's threads -- the caller, the kernel threads awake, BLAS's
     threads -- left out)."""
-    global _busy_samples
+    global _busy_samples, _busiest
     now = time.perf_counter()
     samples = _busy_samples
     if not samples or now - samples[-1][0] >= LOAD_SAMPLE_S:
@@ -149,7 +154,8 @@ def busy_cores():
                 others = -(-others * cores // total)
         samples = [s for s in samples if now - s[0] < LOAD_WINDOW_S] + [(now, others)]
         _busy_samples = samples
-    return max(others for _, others in samples)
+        _busiest = max(others for _, others in samples)
+    return _busiest
 
 
 def free_cores():
@@ -176,38 +182,62 @@ POLL_S = 2e-4      # a caller's poll interval once its spin is over (long parts)
 
 if sys.platform != "win32":
     _sched_yield = types.ExternalFunction("sched_yield", types.intc())
-
-    @njit(nogil=True)
-    def _spin_while_equal(cells, i, value, spins):
-        """Returns cells[i] once it differs from ``value``, or after ``spins`` looks.  The
-        opaque call between looks makes every look a fresh load."""
-        for _ in range(spins):
-            current = cells[i]
-            if current != value:
-                return current
-            _sched_yield()
-        return cells[i]
-
-    @njit(nogil=True)
-    def _finish_and_wait(finished, posted, i, job, spins, settle):
-        """finished[i] = job; then posted[i] once it differs from ``job`` (after ``settle``
-        more looks), or ``job`` after ``spins`` looks."""
-        finished[i] = job
-        for _ in range(spins):
-            current = posted[i]
-            if current != job:
-                for _ in range(settle):
-                    _sched_yield()
-                return current
-            _sched_yield()
-        return posted[i]
 else:
-    def _spin_while_equal(cells, i, value, spins):
-        return cells[i]
+    @njit(nogil=True)
+    def _sched_yield():   # a plain spin: the looks are atomic loads, so they still look
+        return 0
 
-    def _finish_and_wait(finished, posted, i, job, spins, settle):
+
+@njit(nogil=True)
+def _spin_while_equal(cells, i, value, spins):
+    """Returns cells[i] once it differs from ``value``, or after ``spins`` looks."""
+    for _ in range(spins):
+        current = native_parts.load(cells, i)
+        if current != value:
+            return current
+        _sched_yield()
+    return native_parts.load(cells, i)
+
+
+@njit(nogil=True)
+def _serve_parts(finished, posted, parts, claimed, i, seen, done, spins, settle):
+    """A kernel thread's wait: finished[i] = done (a Python job just run, or 0); then runs the
+    product parts posted to thread i as they come (``ops.native_parts``), and returns (the
+    number of the last job seen, whether it is a Python job) once a Python job is posted
+    (after ``settle`` more looks) or ``spins`` looks have seen no new job."""
+    if done:
+        finished[i] = done
+    looks = 0
+    while looks < spins:
+        current = native_parts.load(posted, i)
+        if current == seen:
+            _sched_yield()
+            looks += 1
+            continue
+        looks = 0
+        seen = current
+        # The caller never claims a Python job; claiming first orders the reads below after it.
+        if not native_parts.claim(claimed, i, current):
+            continue   # a product part the caller ran itself
+        if parts[i, native_parts.ENTRY] == native_parts.PYTHON:
+            for _ in range(settle):
+                _sched_yield()
+            return seen, True
+        native_parts.run(parts[i])
+        finished[i] = current
+    return seen, False
+
+
+@njit(nogil=True)
+def _take_back_or_wait(finished, parts, claimed, i, job, spins):
+    """Runs product part ``job`` of thread i on this thread if that thread has not claimed it;
+    then whether it has finished (after at most ``spins`` looks)."""
+    if native_parts.claim(claimed, i, job):
+        native_parts.run(parts[i])
         finished[i] = job
-        return posted[i]
+        return True
+    return _spin_while_equal(finished, i, job - 1, spins) == job
+
 
 _looks = None   # (looks in SPIN_S, looks in SETTLE_S), measured once
 
@@ -217,7 +247,9 @@ def _looks_per_wait():
     if _looks is None:
         cells = np.zeros(1, np.int64)
         _spin_while_equal(cells, 0, 0, 10)   # compiled (or loaded) before it is timed
-        _finish_and_wait(cells, cells, 0, 0, 1, 1)
+        parts = np.zeros((1, native_parts.PART_WORDS), np.int64)
+        _serve_parts(cells, cells, parts, cells, 0, 0, 0, 1, 1)
+        _take_back_or_wait(cells, parts, cells, 0, 0, 1)
         start = time.perf_counter()
         _spin_while_equal(cells, 0, 0, 1000)
         per_look = max(time.perf_counter() - start, 1e-6) / 1000
@@ -232,13 +264,17 @@ def prepare():
 
 
 class _Pool:
-    """``size`` threads, each running the parts posted to it in turn."""
+    """``size`` threads, each running the jobs posted to it in turn: Python parts (``split``)
+    and product parts (``split_product``)."""
 
     def __init__(self, size):
         self.size = size
         self.posted = np.zeros(size, np.int64)     # jobs posted to each thread so far
-        self.finished = np.zeros(size, np.int64)   # jobs each thread has finished
-        self.jobs = [None] * size
+        self.finished = np.zeros(size, np.int64)   # the last job each thread has finished
+        self.claimed = np.zeros(size, np.int64)    # the last job claimed (native_parts.claim)
+        # each thread's product part, and the caller's own (the last row)
+        self.parts = np.zeros((size + 1, native_parts.PART_WORDS), np.int64)
+        self.jobs = [None] * size                  # Python parts
         self.results = [None] * size
         self.wake = [threading.Condition() for _ in range(size)]
         self.awake = [True] * size                 # running or spinning (else: blocked)
@@ -250,15 +286,18 @@ class _Pool:
 
     def _serve(self, k, spins, settle):
         _state.in_pool = True
-        seen = 0
+        seen = done = 0
         while True:
-            if _finish_and_wait(self.finished, self.posted, k, seen, spins, settle) == seen:
+            seen, python = _serve_parts(self.finished, self.posted, self.parts, self.claimed, k,
+                                        seen, done, spins, settle)
+            done = 0
+            if not python:   # nothing posted for a while: sleep until something is
                 with self.wake[k]:
                     self.awake[k] = False
                     while self.posted[k] == seen:
                         self.wake[k].wait()
                     self.awake[k] = True
-            seen = int(self.posted[k])
+                continue
             job, self.jobs[k] = self.jobs[k], None
             if job is None:
                 return   # retired
@@ -267,6 +306,7 @@ class _Pool:
                 self.results[k] = (True, part(lo, hi))
             except BaseException as error:  # noqa: BLE001 - handed to the caller
                 self.results[k] = (False, error)
+            done = seen
             # The part's closure holds the caller's arrays: drop it now rather than keep them
             # alive while the thread waits for its next job.
             del job, part
@@ -276,11 +316,27 @@ class _Pool:
         return sum(self.awake)
 
     def post(self, k, job):
+        """Posts Python part ``job`` to thread k; its job number."""
         self.jobs[k] = job
+        self.parts[k, native_parts.ENTRY] = native_parts.PYTHON
+        return self.post_part(k)
+
+    def post_part(self, k):
+        """Posts thread k's row of ``parts`` (described) or Python part; its job number."""
         with self.wake[k]:
             self.posted[k] += 1
             self.wake[k].notify()
         return int(self.posted[k])
+
+    def post_product_part(self, k):
+        """Posts thread k's row of ``parts`` (described); its job number.  The thread is woken
+        only if it sleeps: one that falls asleep just now misses the post, and the caller runs
+        the part itself (``collect_part``)."""
+        if not self.awake[k]:
+            return self.post_part(k)
+        number = self.posted[k] + 1
+        self.posted[k] = number
+        return int(number)
 
     def collect(self, k, job_number):
         """(ok, result or error) of thread k's job ``job_number``, once it has finished."""
@@ -288,6 +344,13 @@ class _Pool:
             time.sleep(POLL_S)
         result, self.results[k] = self.results[k], None
         return result
+
+    def collect_part(self, k, job_number):
+        """Returns once product part ``job_number`` of thread k has run, here if that thread
+        has not started it."""
+        while not _take_back_or_wait(self.finished, self.parts, self.claimed, k, job_number,
+                                     _looks[0]):
+            time.sleep(POLL_S)
 
     def retire(self):
         for k in range(self.size):
@@ -455,3 +518,36 @@ def split(part, n, min_part):
         if not ok:
             raise value
     return [value for _, value in results]
+
+
+def split_product(describe, n, min_part):
+    """Runs a matrix product whose part (lo, hi) of range(n) ``describe(part, lo, hi)`` writes
+    into ``part`` (an ``ops.native_parts`` row): as many parts as there are threads, each of at
+    least ``min_part`` items, the first run on this thread and the others on the pool's threads
+    without the GIL; a part a thread has not started by the time this thread's own is done runs
+    here.  Every part has run when this returns."""
+    min_part = max(1, min_part)
+    count = 1
+    if n >= 2 * min_part and not getattr(_state, "in_pool", False):
+        count = min(num_threads(), n // min_part)
+    pool = _get_pool(count - 1) if count > 1 else None
+    if pool is None or not pool.busy.acquire(blocking=False):
+        whole = np.empty(native_parts.PART_WORDS, np.int64)
+        describe(whole, 0, n)
+        native_parts.run(whole)
+        return
+    try:
+        bounds = [n * p // count for p in range(count + 1)]
+        numbers = []
+        try:
+            for k in range(count - 1):
+                describe(pool.parts[k], bounds[k + 1], bounds[k + 2])
+                numbers.append(pool.post_product_part(k))
+            own = pool.parts[pool.size]
+            describe(own, bounds[0], bounds[1])
+            native_parts.run(own)
+        finally:   # no part may outlive the call: its operands are the caller's
+            for k, number in enumerate(numbers):
+                pool.collect_part(k, number)
+    finally:
+        pool.busy.release()

@@ -361,6 +361,20 @@ def _define(dtype):
         _defined[name] = entry    # keeps the code alive
 
 
+_ADDRESSES = {}   # NumPy dtype -> address (the code stays defined for the process)
+
+
+def address(dtype):
+    """The address of ``gemm``'s compiled C function for NumPy float dtype ``dtype`` (the
+    arguments of ``call``, the arrays as pointers): ``ops.native_parts`` runs it."""
+    found = _ADDRESSES.get(dtype)
+    if found is None:
+        numba_type = types.float32 if np.dtype(dtype) == np.float32 else types.float64
+        _define(numba_type)
+        found = _ADDRESSES[dtype] = _defined[_SYMBOLS[numba_type]].address
+    return found
+
+
 for _dtype, _name in _SYMBOLS.items():
     kernel_cache.defines_symbol(_name, lambda dtype=_dtype: _define(dtype))
 

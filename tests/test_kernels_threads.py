@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hybridtf as tf
-from ops import linalg, nn, recurrent, threads
+from ops import linalg, nn, recurrent, threads, tile_gemm
 from ops.nn import logits, parts
 
 
@@ -41,6 +41,7 @@ def thread_count(all_cores_free):
 def split_everything(monkeypatch, thread_count):
     monkeypatch.setattr(parts, "_PART_WORK", 1)
     monkeypatch.setattr(linalg, "_PART_MULTIPLY_ADDS", 1)
+    monkeypatch.setattr(linalg, "_TILED_PART_MULTIPLY_ADDS", 1)
     monkeypatch.setattr(linalg, "_THREADED_FROM", 0)
     monkeypatch.setattr(linalg, "_SPLIT_FROM", 0)
     monkeypatch.setattr(recurrent, "_PART_MULTIPLY_ADDS", 1)
@@ -493,6 +494,92 @@ def test_split_matmul_equals_unsplit_and_numpy(batch, m, n, k, transpose_a, tran
          threads.free_cores) = saved[1:]
     np.testing.assert_array_equal(split, one)
     np.testing.assert_allclose(split, expected, rtol=1e-12, atol=1e-12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(m=st.integers(8, 40), n=st.integers(32, 90), k=st.integers(32, 140),
+       form=st.sampled_from([(False, False), (True, False), (False, True)]),
+       dtype=st.sampled_from([np.float32, np.float64]), threads_count=st.integers(2, 4),
+       seed=st.integers(0, 2**16))
+def test_products_on_the_tiles_split_into_parts_equal_unsplit_and_numpy(m, n, k, form, dtype,
+                                                                        threads_count, seed):
+    transpose_a, transpose_b = form
+    rng = np.random.default_rng(seed)
+    a = _random(rng, (k, m) if transpose_a else (m, k), dtype)
+    b = _random(rng, (n, k) if transpose_b else (k, n), dtype)
+    expected = (a.T if transpose_a else a).astype(np.float64) @ (
+        b.T if transpose_b else b).astype(np.float64)
+    saved = (threads.get_num_threads(), linalg._TILED_PART_MULTIPLY_ADDS, threads.free_cores)
+    linalg._TILED_PART_MULTIPLY_ADDS = 1
+    threads.free_cores = lambda: 64   # split on any machine (a fixture can't serve @given)
+    try:
+        threads.set_num_threads(1)
+        one = linalg.matmul(a, b, transpose_a, transpose_b)
+        threads.set_num_threads(threads_count)
+        split = linalg.matmul(a, b, transpose_a, transpose_b)
+    finally:
+        threads.set_num_threads(saved[0])
+        linalg._TILED_PART_MULTIPLY_ADDS, threads.free_cores = saved[1:]
+    np.testing.assert_array_equal(split, one)
+    tolerance = 1e-4 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(split, expected, rtol=tolerance, atol=tolerance * k)
+
+
+@pytest.mark.parametrize("shape, form", [
+    ((64, 256, 256), (False, False)),   # split by columns, in whole tiles
+    ((256, 64, 256), (True, False)),    # by rows (op(a) transposed)
+])
+def test_a_product_on_the_tiles_is_split_into_parts_the_threads_run(monkeypatch, thread_count,
+                                                                     shape, form):
+    """A product of at least two parts' multiply-adds that the register tiles run goes to
+    ``threads.split_product`` (its parts run without the GIL), not to BLAS or a Python split."""
+    described = []
+    split_product = threads.split_product
+
+    def spy(describe, n, min_part):
+        def noted(part, lo, hi):
+            described.append((lo, hi))
+            describe(part, lo, hi)
+        split_product(noted, n, min_part)
+
+    monkeypatch.setattr(threads, "split_product", spy)
+    monkeypatch.setattr(linalg, "matmul_blas_kernel", None)   # never called
+    monkeypatch.setattr(linalg, "_TILED_PART_MULTIPLY_ADDS", 1 << 14)
+    threads.set_num_threads(2)
+    m, n, k = shape
+    transpose_a, transpose_b = form
+    rng = np.random.default_rng(1)
+    a = _random(rng, (k, m) if transpose_a else (m, k), np.float32)
+    b = _random(rng, (k, n), np.float32)
+    assert linalg.tiled(transpose_a, transpose_b, m, n, k, 4)
+    product = linalg.matmul(a, b, transpose_a, transpose_b)
+    np.testing.assert_allclose(product, (a.T if transpose_a else a) @ b, rtol=1e-4, atol=1e-4)
+    unit = tile_gemm.ROWS if m >= n else tile_gemm.width(4)
+    units = -(-max(m, n) // unit)
+    assert sorted(described) == [(0, units // 2), (units // 2, units)]
+
+
+def test_concurrent_callers_of_split_products_get_numpys_results(monkeypatch, thread_count):
+    monkeypatch.setattr(linalg, "_TILED_PART_MULTIPLY_ADDS", 1 << 12)
+    threads.set_num_threads(2)
+    rng = np.random.default_rng(3)
+    operands = [(_random(rng, (16 + 8 * i, 48), np.float32), _random(rng, (48, 64), np.float32))
+                for i in range(4)]
+    errors = []
+
+    def caller(a, b):
+        try:
+            for _ in range(30):
+                np.testing.assert_allclose(linalg.matmul(a, b), a @ b, rtol=1e-4, atol=1e-4)
+        except Exception as error:  # noqa: BLE001 - reported below
+            errors.append(error)
+
+    callers = [threading.Thread(target=caller, args=pair) for pair in operands]
+    for t in callers:
+        t.start()
+    for t in callers:
+        t.join()
+    assert not errors
 
 
 @settings(max_examples=20, deadline=None)

@@ -29,8 +29,8 @@ def test_the_kernel_threads_waiting_loops_are_compiled(monkeypatch):
     monkeypatch.setattr(threads, "_looks", None)
     tasks = dict(warmup.LIBRARY_TASKS)
     tasks["kernel threads"]()
-    if hasattr(threads._spin_while_equal, "signatures"):   # Numba kernels (not the fallback)
-        assert threads._spin_while_equal.signatures and threads._finish_and_wait.signatures
+    assert all(loop.signatures for loop in (threads._spin_while_equal, threads._serve_parts,
+                                            threads._take_back_or_wait))
     assert threads._looks is not None
 
 
