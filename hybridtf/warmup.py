@@ -88,6 +88,9 @@ def _products():
     for dtype in (np.float32, np.float64):   # the form compiled plans call inside part kernels
         linalg.matmul_rows_kernel(np.ones((4, 3), dtype), np.ones((3, 2), dtype), False, False,
                                   0, 4, np.empty((4, 2), dtype))
+        # the form of one product on the tiles, in parts the kernel threads run
+        linalg.tiled_product(np.ones((1, 8, 32), dtype), np.ones((1, 32, 32), dtype), False,
+                             False, np.empty((1, 8, 32), dtype), 32)
 
 
 def _logits():

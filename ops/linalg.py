@@ -308,7 +308,7 @@ def _matmul_split(a3, b3, ia, ib, transpose_a, transpose_b, out3, K):
         return
     if B == 1 and total >= 2 * _TILED_PART_MULTIPLY_ADDS and \
             tiled(transpose_a, transpose_b, M, N, K, out3.itemsize):
-        _split_tiled(a3, b3, transpose_a, transpose_b, out3, K)
+        tiled_product(a3, b3, transpose_a, transpose_b, out3, K)
         return
     if total < _THREADED_FROM:
         threads.blas_libraries()   # BLAS on one thread from the first product on
@@ -333,7 +333,7 @@ def _matmul_split(a3, b3, ia, ib, transpose_a, transpose_b, out3, K):
         threads.split(part, max(M, N), -(-_PART_MULTIPLY_ADDS // (B * per_line)))
 
 
-def _split_tiled(a3, b3, transpose_a, transpose_b, out3, K):
+def tiled_product(a3, b3, transpose_a, transpose_b, out3, K):
     """The one product out3[0] = op(a3[0]) @ op(b3[0]) on the register tiles, split over the
     kernel threads by the longer of its rows and columns, in whole tiles."""
     _, M, N = out3.shape

@@ -5,7 +5,7 @@ import sys
 import pytest
 
 from hybridtf import warmup
-from ops import elementwise, threads
+from ops import elementwise, linalg, native_parts, threads
 from ops.nn import conv_im2col, conv_shift, conv_winograd3, conv_winograd5
 
 
@@ -32,6 +32,14 @@ def test_the_kernel_threads_waiting_loops_are_compiled(monkeypatch):
     assert all(loop.signatures for loop in (threads._spin_while_equal, threads._serve_parts,
                                             threads._take_back_or_wait))
     assert threads._looks is not None
+
+
+def test_the_products_task_compiles_the_forms_of_a_product_in_parts():
+    # a first step whose products split into parts would compile them otherwise
+    dict(warmup.LIBRARY_TASKS)["matrix products"]()
+    assert {str(signature[2].dtype) for signature in linalg.describe_part.signatures} >= {
+        "float32", "float64"}
+    assert native_parts.run.signatures
 
 
 def test_the_convolutions_reach_every_algorithm_forward_and_backward(monkeypatch):
