@@ -4,8 +4,8 @@ A part is a row of int64 words, ``PART_WORDS`` of them: the address of a compile
 with ``ops.tile_gemm``'s entry signature and its arguments, C = op(A) @ op(B) for a block of
 rows or columns (alpha 1, beta 0; the operands given by address).  A thread waiting in nogil
 code runs such a part as soon as it sees it, with no trip through the interpreter: handing a
-Python callable to a thread costs it the GIL (about 19 us per split, measured), more than half
-of a 4M multiply-add product on one core.
+Python callable to a thread costs it the GIL (about 19 us per split, measured), a third of a
+4M multiply-add product on one core.
 
 Who runs a part is settled by ``claim`` (an atomic compare-and-swap): the thread it was posted
 to, or the caller if that thread has not started it by the time the caller's own part is done.

@@ -559,6 +559,16 @@ def test_a_product_on_the_tiles_is_split_into_parts_the_threads_run(monkeypatch,
     assert sorted(described) == [(0, units // 2), (units // 2, units)]
 
 
+def _run_at_once(caller, argument_tuples):
+    """caller(*arguments) for each tuple, on threads of their own at once; returns when all
+    have ended."""
+    callers = [threading.Thread(target=caller, args=args) for args in argument_tuples]
+    for t in callers:
+        t.start()
+    for t in callers:
+        t.join()
+
+
 def test_concurrent_callers_of_split_products_get_numpys_results(monkeypatch, thread_count):
     monkeypatch.setattr(linalg, "_TILED_PART_MULTIPLY_ADDS", 1 << 12)
     threads.set_num_threads(2)
@@ -574,11 +584,7 @@ def test_concurrent_callers_of_split_products_get_numpys_results(monkeypatch, th
         except Exception as error:  # noqa: BLE001 - reported below
             errors.append(error)
 
-    callers = [threading.Thread(target=caller, args=pair) for pair in operands]
-    for t in callers:
-        t.start()
-    for t in callers:
-        t.join()
+    _run_at_once(caller, operands)
     assert not errors
 
 
@@ -652,11 +658,7 @@ def test_concurrent_calls_from_python_threads(small_products_split):
         except Exception as error:  # noqa: BLE001 - reported below
             errors.append(error)
 
-    callers = [threading.Thread(target=caller, args=xw) for xw in operands]
-    for t in callers:
-        t.start()
-    for t in callers:
-        t.join()
+    _run_at_once(caller, operands)
     assert not errors and not wrong
     assert threads._blas_single == 0 and threads._blas_threaded == 0   # every block ended
     assert _blas_thread_counts() == [1] * len(_blas_thread_counts())
