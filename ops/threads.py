@@ -322,7 +322,8 @@ class _Pool:
         return self.post_part(k)
 
     def post_part(self, k):
-        """Posts thread k's row of ``parts`` (described) or Python part; its job number."""
+        """Posts thread k's next job (its Python part or its row of ``parts``, set already) and
+        wakes the thread; the job's number."""
         with self.wake[k]:
             self.posted[k] += 1
             self.wake[k].notify()
@@ -484,6 +485,21 @@ def threaded_blas():
 
 
 # ---- splitting -------------------------------------------------------------------------------
+def _part_count(n, min_part):
+    """How many parts of at least ``min_part`` items a split of range(n) makes now: 0 for work
+    too small to split or started on a pool thread (a part of a split already), else as many
+    as there are threads (1 possible)."""
+    min_part = max(1, min_part)
+    if n < 2 * min_part or getattr(_state, "in_pool", False):
+        return 0
+    return min(num_threads(), n // min_part)
+
+
+def _bounds(n, count):
+    """The bounds of ``count`` near-equal parts of range(n)."""
+    return [n * p // count for p in range(count + 1)]
+
+
 def split(part, n, min_part):
     """[part(lo, hi) for the parts (lo, hi) of range(n)]: as many parts as there are threads, each
     of at least ``min_part`` items, the first run on this thread and the others at once on the
@@ -491,11 +507,9 @@ def split(part, n, min_part):
 
     Work big enough to split (two parts or more) runs with BLAS on one thread, also when the
     thread count is 1 (then BLAS must not take a second core either)."""
-    min_part = max(1, min_part)
-    if n < 2 * min_part or getattr(_state, "in_pool", False):
-        # small, or a part of a split already (BLAS is on one thread)
+    count = _part_count(n, min_part)
+    if not count:   # small, or a part of a split already (BLAS is on one thread)
         return [part(0, n)]
-    count = min(num_threads(), n // min_part)
     with single_threaded_blas():
         if count == 1:
             return [part(0, n)]
@@ -503,7 +517,7 @@ def split(part, n, min_part):
         if not pool.busy.acquire(blocking=False):
             return [part(0, n)]   # another thread is splitting its work
         try:
-            bounds = [n * p // count for p in range(count + 1)]
+            bounds = _bounds(n, count)
             posted = deferred_compiles.carried(part)   # the parts defer as this thread does
             numbers = [pool.post(k, (posted, bounds[k + 1], bounds[k + 2]))
                        for k in range(count - 1)]
@@ -526,10 +540,7 @@ def split_product(describe, n, min_part):
     least ``min_part`` items, the first run on this thread and the others on the pool's threads
     without the GIL; a part a thread has not started by the time this thread's own is done runs
     here.  Every part has run when this returns."""
-    min_part = max(1, min_part)
-    count = 1
-    if n >= 2 * min_part and not getattr(_state, "in_pool", False):
-        count = min(num_threads(), n // min_part)
+    count = _part_count(n, min_part)
     pool = _get_pool(count - 1) if count > 1 else None
     if pool is None or not pool.busy.acquire(blocking=False):
         whole = np.empty(native_parts.PART_WORDS, np.int64)
@@ -537,7 +548,7 @@ def split_product(describe, n, min_part):
         native_parts.run(whole)
         return
     try:
-        bounds = [n * p // count for p in range(count + 1)]
+        bounds = _bounds(n, count)
         numbers = []
         try:
             for k in range(count - 1):
