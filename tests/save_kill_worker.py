@@ -6,9 +6,10 @@ KIND is ``saved_model`` (``tf.saved_model.save``), ``keras`` (``model.save("m.ke
 name without ``.h5``) or ``checkpoint`` (``tf.train.CheckpointManager.save`` of a model, its
 optimizer and a step counter).
 
-This process imports hybridtf once, builds a small object and saves version A of it.  Then,
-KILLS times, it forks a child that saves versions B, A, B, ... in a loop, SIGKILLs the child
-after a random delay (spread over a few save durations, so that every phase of a save is hit),
+This process imports hybridtf once, builds a small object, times a forked child's first save
+and saves version A.  Then, KILLS times, it forks a child that saves versions B, A, B, ... in
+a loop, SIGKILLs the child after a random delay (spread over a few of a child's save
+durations, so that every phase of a save is hit),
 and loads what is on disk: it must be one complete version, A or B, with identical values --
 or, for a kill during the first save into a new path, nothing at all.  Finally it saves once
 more and lists what the directory holds, so the caller can check that the temporaries of the
@@ -196,16 +197,45 @@ def _kill_during_saves(case, path, versions, delay):
     os.waitpid(pid, 0)
 
 
+def _child_save_seconds(case, path, versions, rounds=3):
+    """How long a forked child takes from the fork to the end of its first save (the median of
+    a few).  A child is slower than its parent's own saves (the fork, copied pages, a
+    checkpoint manager reopened), by 1.5-4x and more on a busy machine, so the kill delays
+    are spread over the child's time, not the parent's: then every phase of a save is hit."""
+    _set(case, versions["A"])
+    case.save(path)
+    times = []
+    for _ in range(rounds):
+        done, signal_done = os.pipe()
+        start = time.perf_counter()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                _reopen(case, path)
+                _set(case, versions["B"])
+                case.save(path)
+                os.write(signal_done, b"x")
+            finally:
+                os._exit(0)
+        os.close(signal_done)
+        saved = os.read(done, 1)
+        times.append(time.perf_counter() - start)
+        os.close(done)
+        os.waitpid(pid, 0)
+        if not saved:
+            raise RuntimeError(f"a forked child's save into {path!r} failed")
+    _reopen(case, path)
+    return sorted(times)[len(times) // 2]
+
+
 def main(kind, directory, kills, seed):
     rng = random.Random(seed)
     case = _case(kind)
     versions = _versions(case.shapes)
     path = case.target(directory, "model")
+    save_seconds = _child_save_seconds(case, path, versions)
     _set(case, versions["A"])
-    start = time.perf_counter()
-    for _ in range(5):
-        case.save(path)
-    save_seconds = (time.perf_counter() - start) / 5
+    case.save(path)
     outcomes = []
     for i in range(kills):
         fresh = rng.random() < 0.25    # the first save into a new path
