@@ -92,9 +92,12 @@ TRANSPOSE = _one(
 def _broadcast_infer(specs, attrs):
     x = specs[0]
     target = tuple(attrs["shape"])
-    if any(d is not None and d < 0 for d in target):
-        checks.fail("broadcast_to", f"shape must have non-negative dimensions, got "
-                    f"{checks.fmt_shape(target)}.")
+    for d in target:
+        if d is not None and d < 0:
+            checks.fail("broadcast_to", f"shape must have non-negative dimensions, got "
+                        f"{checks.fmt_shape(target)}.")
+    if x.shape == ():   # a scalar broadcasts to any shape (a full reduction's gradient)
+        return [Spec(target, x.dtype)]
     # Each dimension of x (aligned at the end) is 1, the target's, or unknown while tracing
     # (then checked when the graph runs).
     checks.broadcast("broadcast_to", [x.shape, target])
