@@ -13,7 +13,9 @@ from numba.extending import intrinsic, overload
 
 from ops.kernel_cache import njit
 
-_jit = njit(error_model="numpy", nogil=True)
+# "contract": the series and the reductions by ln 2 run as fused multiply-adds where the CPU has them
+# (a third fewer instructions in a vectorized loop; the error bound holds either way).
+_jit = njit(error_model="numpy", nogil=True, fastmath={"contract"})
 
 _F32 = np.float32
 _ZERO, _HALF, _ONE = _F32(0.0), _F32(0.5), _F32(1.0)

@@ -17,7 +17,7 @@ from ops.kernel_cache import njit
 _ONE, _TWO = np.float32(1.0), np.float32(2.0)
 
 
-@njit(error_model="numpy", nogil=True)
+@njit(error_model="numpy", nogil=True, fastmath={"contract"})   # (as ops.fast_exp)
 def _tanh_f32(v):
     scale, q = exp_parts_f32(-_TWO * abs(v))
     em1 = scale * q + (scale - _ONE)   # expm1(-2|v|)
