@@ -19,8 +19,6 @@ if os.environ.get("HYBRIDTF_TEST_GPU") != "1" and "NUMBA_ENABLE_CUDASIM" not in 
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
     import numba.cuda  # noqa: E402,F401
     del os.environ["NUMBA_ENABLE_CUDASIM"]
-    import cuda_simulator  # noqa: E402
-    cuda_simulator.install()          # without the simulator's race between threads
 
 import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402

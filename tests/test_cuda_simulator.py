@@ -1,5 +1,5 @@
 """The CUDA simulator the tests run GPU code on: its swap of the ``cuda`` module is counted
-(``tests/cuda_simulator.py``), so device functions of one module run on many threads at once."""
+(``ops.cuda.simulator``), so device functions of one module run on many threads at once."""
 import sys
 import threading
 import types
@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 from numba import cuda
 
-import cuda_simulator
-from ops.cuda import launch
+from ops.cuda import launch, simulator
 
 pytestmark = pytest.mark.skipif(not launch.SIMULATED, reason="checks the CUDA simulator")
 
@@ -27,7 +26,7 @@ def thread_index_times_twenty():
 
 def test_the_simulator_uses_the_counted_swap():
     from numba.cuda.simulator import kernel
-    assert kernel.swapped_cuda_module is cuda_simulator.counted_swap
+    assert kernel.swapped_cuda_module is simulator.counted_swap
 
 
 def test_the_real_module_comes_back_when_the_last_call_inside_a_module_returns():
@@ -38,14 +37,14 @@ def test_the_real_module_comes_back_when_the_last_call_inside_a_module_returns()
     seen = {}
 
     def first():
-        with cuda_simulator.counted_swap(fn, fake):
+        with simulator.counted_swap(fn, fake):
             first_inside.set()
             second_inside.wait()
         first_out.set()
 
     def second():
         first_inside.wait()
-        with cuda_simulator.counted_swap(fn, fake):
+        with simulator.counted_swap(fn, fake):
             second_inside.set()
             first_out.wait()
             seen["after the first returned"] = (namespace["cuda"], namespace["gpu"])
@@ -58,7 +57,7 @@ def test_the_real_module_comes_back_when_the_last_call_inside_a_module_returns()
         thread.join(timeout=30)
     assert seen["after the first returned"] == (fake, fake)
     assert seen["after both returned"] == (cuda, cuda, np)
-    assert cuda_simulator._swaps == {}
+    assert simulator._swaps == {}
 
 
 def test_device_functions_of_another_module_run_on_many_threads_at_once():

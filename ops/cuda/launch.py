@@ -6,6 +6,9 @@ from ops.library_digest import LIBRARY_DIGEST
 # Whether numba.cuda is Numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1 when it was imported),
 # which runs kernels in Python on the host, rather than a GPU's driver.
 SIMULATED = "simulator" in cuda.is_available.__module__
+if SIMULATED:   # without the simulator's race between its threads (see ops.cuda.simulator)
+    from ops.cuda import simulator
+    simulator.install()
 
 # Threads per block of the one-dimensional kernels: a multiple of the warp size that keeps
 # enough blocks per multiprocessor resident on every architecture Numba supports.
