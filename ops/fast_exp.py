@@ -13,8 +13,8 @@ from numba.extending import intrinsic, overload
 
 from ops.kernel_cache import njit
 
-# "contract": the series and the reductions by ln 2 run as fused multiply-adds where the CPU has them
-# (a third fewer instructions in a vectorized loop; the error bound holds either way).
+# "contract": the series and the reduction by ln 2 run as fused multiply-adds where the CPU has
+# them (a third fewer instructions in a vectorized loop; the error bound holds either way).
 _jit = njit(error_model="numpy", nogil=True, fastmath={"contract"})
 
 _F32 = np.float32
