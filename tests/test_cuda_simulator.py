@@ -39,14 +39,14 @@ def test_the_real_module_comes_back_when_the_last_call_inside_a_module_returns()
     def first():
         with simulator.counted_swap(fn, fake):
             first_inside.set()
-            second_inside.wait()
+            second_inside.wait(timeout=30)
         first_out.set()
 
     def second():
-        first_inside.wait()
+        first_inside.wait(timeout=30)
         with simulator.counted_swap(fn, fake):
             second_inside.set()
-            first_out.wait()
+            first_out.wait(timeout=30)
             seen["after the first returned"] = (namespace["cuda"], namespace["gpu"])
         seen["after both returned"] = (namespace["cuda"], namespace["gpu"], namespace["other"])
 
