@@ -51,12 +51,10 @@ import threading
 import time
 
 import numpy as np
-import scipy
 from numba import types
 from numba.np.linalg import ensure_blas
-from threadpoolctl import ThreadpoolController
 
-from ops import deferred_compiles, native_parts
+from ops import blas_search, deferred_compiles, native_parts
 from ops.kernel_cache import njit
 
 _state = threading.local()   # .in_pool: True on the pool's own threads
@@ -394,9 +392,9 @@ if hasattr(os, "register_at_fork"):
 # product big enough to gain from more (``threaded_blas``), and then on as many threads as there
 # are free cores.  OpenBLAS's threads busy-wait for work: a product of 64x784 by 784x256 took
 # 1.5 ms on one thread and 16 ms on two while other processes kept the two cores busy
-# (measured), and for ~0.1 s after a threaded call its threads keep spinning.  threadpoolctl's
-# controller finds the libraries once (its search of the loaded libraries takes milliseconds);
-# setting a count through it then costs a few microseconds per library (measured).
+# (measured), and for ~0.1 s after a threaded call its threads keep spinning.  The libraries are
+# found once (``ops.blas_search``); setting a count through threadpoolctl's controllers then costs
+# a few microseconds per library (measured).
 BLAS_SPIN_S = 0.15  # how long OpenBLAS's threads keep a core after a threaded call (measured)
 
 _blas = None        # threadpoolctl's controllers of the kernels' BLAS, once found
@@ -404,16 +402,6 @@ _blas_lock = threading.Lock()
 _blas_single = 0    # blocks running now that need BLAS on one thread (split calls)
 _blas_threaded = 0  # BLAS's thread count inside the one threaded block running now (0: none)
 _blas_spinning = (0.0, 0)   # (until when, how many) of BLAS's threads spin after a threaded call
-
-
-def _kernels_blas(controllers):
-    """Of threadpoolctl's BLAS controllers, those of SciPy's install (the BLAS its
-    ``cython_blas`` and so every kernel calls), or all when none lies there (a BLAS shared by
-    NumPy and SciPy, e.g. a system OpenBLAS): NumPy's own ``@`` keeps its threads."""
-    root = os.path.dirname(os.path.realpath(scipy.__file__))
-    roots = (root + os.sep, root + ".libs" + os.sep)
-    own = [c for c in controllers if os.path.realpath(c.filepath).startswith(roots)]
-    return own or list(controllers)
 
 
 def blas_libraries():
@@ -425,8 +413,7 @@ def blas_libraries():
         with _blas_lock:
             if _blas is None:
                 ensure_blas()   # SciPy's BLAS is loaded before the search, so that it is found
-                found = ThreadpoolController().select(user_api="blas").lib_controllers
-                libraries = _kernels_blas(found)
+                libraries = blas_search.kernels_blas()
                 _set_blas_threads(libraries, 1)
                 _blas = libraries
     return _blas

@@ -15,9 +15,10 @@ import pytest
 import scipy
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from threadpoolctl import ThreadpoolController
 
 import hybridtf as tf
-from ops import linalg, nn, recurrent, threads, tile_gemm
+from ops import blas_search, linalg, nn, recurrent, threads, tile_gemm
 from ops.nn import logits, parts
 
 
@@ -172,6 +173,36 @@ def test_blas_control_covers_the_blas_that_kernels_call():
         pytest.skip("SciPy without a bundled OpenBLAS")
     found = [os.path.dirname(library.filepath) for library in threads.blas_libraries()]
     assert bundled in found
+
+
+def _full_search():
+    """What threadpoolctl's search of every loaded library gives for the kernels' BLAS."""
+    found = ThreadpoolController().select(user_api="blas").lib_controllers
+    roots = blas_search.scipy_roots()
+    own = [c for c in found if os.path.realpath(c.filepath).startswith(roots)]
+    return sorted(os.path.realpath(c.filepath) for c in own or found)
+
+
+def _paths(controllers):
+    return sorted(os.path.realpath(c.filepath) for c in controllers)
+
+
+def test_the_quick_blas_search_finds_what_the_full_search_finds():
+    threads.blas_libraries()   # SciPy's BLAS loaded
+    assert _paths(blas_search.kernels_blas()) == _full_search()
+
+
+def test_the_blas_search_falls_back_to_the_full_search(monkeypatch):
+    threads.blas_libraries()
+    expected = _full_search()
+    monkeypatch.setattr(blas_search, "_bundled_libraries", lambda: [])   # nothing bundled
+    assert _paths(blas_search.kernels_blas()) == expected
+    monkeypatch.undo()
+
+    def changed(self, path):
+        raise AttributeError("_make_controller_from_path")   # threadpoolctl's internals differ
+    monkeypatch.setattr(blas_search._Controllers, "_make_controller_from_path", changed)
+    assert _paths(blas_search.kernels_blas()) == expected
 
 
 def test_kernels_blas_runs_on_one_thread_but_for_large_products(thread_count):
