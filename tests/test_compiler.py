@@ -1,4 +1,5 @@
 """hybridtf.compiler: compiled graphs agree with the interpreter and with eager execution."""
+import tracemalloc
 import warnings
 
 import numpy as np
@@ -220,6 +221,29 @@ def test_kernel_source_and_pretty_printed_graph():
     assert "from ops.kernel_cache import njit" in source and "from ops.elementwise import" in source
     assert "def run(" in source
     assert "relu" in cf.pretty_printed_graph()
+
+
+def test_a_run_drops_each_value_after_the_step_that_reads_it_last():
+    """Eight products in a row, each 1 MiB: a run holds two or three of them at a time, not all
+    eight, so that an allocator can reuse their memory within the run."""
+    @tf.function
+    def chain(x, w):
+        for _ in range(8):
+            x = tf.matmul(x, w)
+        return x
+    x, w = tf.constant(_rand(512, 512)), tf.constant(_rand(512, 512, seed=1) / 16)
+    cf = chain.get_concrete_function(x, w)
+    compiled = compiler.compile_graph(cf.graph)
+    arrays = [x.numpy(), w.numpy()]
+    compiled.run(arrays, 0)   # (the kernels' first calls allocate too)
+    tracemalloc.start()
+    try:
+        result, = compiled.run(arrays, 0)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 3.5 * 2 ** 20
+    np.testing.assert_allclose(result, chain.python_function(x, w).numpy(), rtol=1e-5)
 
 
 def test_equal_graphs_share_one_generated_module():
