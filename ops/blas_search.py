@@ -8,11 +8,14 @@ and OpenMP libraries: 4-5 ms on its own, and 10-20 ms inside the first train ste
 where the thread loading kernels ahead shares the GIL (measured).  So the libraries of those
 directories are offered to threadpoolctl first, which tells their kind as in its own search (and
 skips a file that is not loaded); only when no BLAS lies there (a SciPy built against a system
-BLAS or one shared with NumPy) does its full search run.
+BLAS or one shared with NumPy), or with a warning when threadpoolctl's internals differ, does its
+full search run.
 """
 import os
+import warnings
 
 import scipy
+import threadpoolctl
 from threadpoolctl import ThreadpoolController
 
 _LIBRARY_SUFFIXES = (".so", ".dylib", ".dll")
@@ -59,7 +62,12 @@ def kernels_blas():
     if paths:
         try:
             own = _Controllers(paths).select(user_api="blas").lib_controllers
-        except Exception:  # noqa: BLE001 - threadpoolctl's internals changed: its own search
+        except (AttributeError, TypeError) as error:   # threadpoolctl's internals changed
+            warnings.warn(
+                f"hybridtf: threadpoolctl {threadpoolctl.__version__} has no per-file search "
+                f"({type(error).__name__}: {error}); the BLAS that kernels call is found by its "
+                "search of every loaded library instead, a few milliseconds once per process.",
+                RuntimeWarning, stacklevel=2)
             own = []
         if own:
             return own
