@@ -25,7 +25,7 @@ def _scipy_root():
     return os.path.dirname(os.path.realpath(scipy.__file__))
 
 
-def scipy_roots():
+def _scipy_roots():
     """The directories of SciPy's install (the package's, and the one beside it that its wheels
     bundle libraries in), each ending with a separator."""
     root = _scipy_root()
@@ -71,7 +71,13 @@ def kernels_blas():
             own = []
         if own:
             return own
+    return full_search()
+
+
+def full_search():
+    """threadpoolctl's search of every loaded library: the BLAS controllers of SciPy's install,
+    or all BLAS controllers when none lies there (a BLAS shared with NumPy)."""
     found = ThreadpoolController().select(user_api="blas").lib_controllers
-    roots = scipy_roots()
+    roots = _scipy_roots()
     own = [c for c in found if os.path.realpath(c.filepath).startswith(roots)]
     return own or found

@@ -15,7 +15,6 @@ import pytest
 import scipy
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from threadpoolctl import ThreadpoolController
 
 import hybridtf as tf
 from ops import blas_search, linalg, nn, recurrent, threads, tile_gemm
@@ -175,16 +174,13 @@ def test_blas_control_covers_the_blas_that_kernels_call():
     assert bundled in found
 
 
-def _full_search():
-    """What threadpoolctl's search of every loaded library gives for the kernels' BLAS."""
-    found = ThreadpoolController().select(user_api="blas").lib_controllers
-    roots = blas_search.scipy_roots()
-    own = [c for c in found if os.path.realpath(c.filepath).startswith(roots)]
-    return sorted(os.path.realpath(c.filepath) for c in own or found)
-
-
 def _paths(controllers):
     return sorted(os.path.realpath(c.filepath) for c in controllers)
+
+
+def _full_search():
+    """What threadpoolctl's search of every loaded library gives for the kernels' BLAS."""
+    return _paths(blas_search.full_search())
 
 
 def test_the_quick_blas_search_finds_what_the_full_search_finds():
